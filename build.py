@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""VoodooNet command line: compile neural networks into Doom maps that compute.
+
+Each subcommand lives in its own module and is imported only when it runs, so `--help` is
+instant and never loads the engine. A subcommand module provides `add_arguments(parser)`
+and `run(args) -> int`. Errors in the user's input are printed as positioned messages with
+a non-zero exit; a traceback means a bug of ours (set VOODOO_DEBUG=1 to see it).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# name -> (module, one-line help). Order is the order shown by --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("dsl.cli_check", "validate .dnet / .json netlists and print a summary"),
+    "eval": ("dsl.cli_eval", "evaluate a netlist with the exact integer reference"),
+    "export": ("dsl.cli_export", "print a netlist as JSON IR"),
+    "acs": ("acs.cli", "compile an ACS source file to a BEHAVIOR lump"),
+    "compile": ("mapgen.cli_compile", "compile a netlist into a WAD"),
+    "run": ("mapgen.cli_run", "run a netlist in the engine and compare with the reference"),
+    "render": ("mapgen.cli_render", "draw a top-down PNG of a compiled map"),
+    "hello": ("mapgen.cli_hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
+    "museum": ("mapgen.cli_museum", "build the walk-through digit museum map"),
+    "mnist": ("mapgen.cli_mnist", "train, quantise, tile and run MNIST in the engine"),
+}
+
+
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: python build.py COMMAND [options]   (python build.py COMMAND --help)", "",
+             "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_top_help())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"build.py: unknown command '{name}'\n\n{_top_help()}", file=sys.stderr)
+        return 2
+    module_name, text = COMMANDS[name]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"build.py {name}", description=text)
+    module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    from dsl.diagnostics import VoodooError
+
+    try:
+        return int(module.run(args) or 0)
+    except VoodooError as e:
+        print(str(e), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug of ours, not the user's input
+        if os.environ.get("VOODOO_DEBUG"):
+            raise
+        print(f"build.py {name}: internal error: {type(e).__name__}: {e}\n"
+              "    this is a bug in VoodooNet; run with VOODOO_DEBUG=1 for the traceback",
+              file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

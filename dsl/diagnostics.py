@@ -1,0 +1,79 @@
+"""Positioned diagnostics shared by every pass (the .dnet front end, the ACS compiler, mapgen).
+
+A pass collects every problem it finds as a `Diagnostic` and raises one `CompileError`
+holding all of them, so a user sees each mistake at once, each as `file:line:col: message`
+with a hint. `build.py` prints them and exits non-zero; nothing here ever prints a traceback.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Pos:
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        if self.col <= 0:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    pos: Pos
+    message: str
+    hint: str = ""
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        text = f"{self.pos}: {self.severity}: {self.message}"
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+
+class VoodooError(Exception):
+    """Base of every error caused by the user's input (as opposed to a bug of ours)."""
+
+    exit_code = 1
+
+
+@dataclass
+class CompileError(VoodooError):
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(str(d) for d in self.diagnostics)
+
+
+class Collector:
+    """Accumulates diagnostics; `check()` raises them all together."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def error(self, pos: Pos, message: str, hint: str = "") -> None:
+        self.items.append(Diagnostic(pos, message, hint))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def check(self) -> None:
+        if self.items:
+            raise CompileError(list(self.items))
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """A 'did you mean' hint for an unknown name, or '' when nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
