@@ -1,0 +1,52 @@
+"""`build.py check FILE...`: validate netlists and print a summary, or every error."""
+from __future__ import annotations
+
+import sys
+
+from .diagnostics import VoodooError
+
+
+def add_arguments(p) -> None:
+    p.add_argument("files", nargs="+", help=".dnet or .json netlists")
+    p.add_argument("--nodes", action="store_true", help="list every node with its ranges")
+
+
+def summary(net, show_nodes: bool = False) -> str:
+    from collections import Counter
+
+    kinds = Counter(n.gate.kind for n in net.nodes)
+    acc_lo = min((net.acc_range[n.id].lo for n in net.nodes if not n.is_input), default=0)
+    acc_hi = max((net.acc_range[n.id].hi for n in net.nodes if not n.is_input), default=0)
+    lines = [f"{net.source}: network '{net.name}': {len(net.nodes)} nodes "
+             f"({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}), "
+             f"{net.n_connections} connections, {len(net.inputs)} inputs, "
+             f"{len(net.outputs)} outputs" + (f", {net.steps} steps" if net.steps > 1 else "")]
+    lines.append(f"  accumulators range {acc_lo}..{acc_hi}")
+    for g, ids in net.groups.items():
+        first = net.nodes[ids[0]]
+        lo = min(net.acc_range[i].lo for i in ids)
+        hi = max(net.acc_range[i].hi for i in ids)
+        vlo = min(net.value_range[i].lo for i in ids)
+        vhi = max(net.value_range[i].hi for i in ids)
+        shape = "" if first.index is None else f"[{len(ids)}]"
+        role = " (output)" if any(i in net.outputs for i in ids) else ""
+        lines.append(f"  {g + shape:<12} {first.gate.kind:<9} acc {lo}..{hi}  value {vlo}..{vhi}{role}")
+    if show_nodes:
+        for n in net.nodes:
+            lines.append(f"    {n.name:<12} acc {net.acc_range[n.id]}  value {net.value_range[n.id]}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from . import load
+
+    failed = 0
+    for f in args.files:
+        try:
+            net = load(f)
+        except VoodooError as e:
+            print(str(e), file=sys.stderr)
+            failed += 1
+            continue
+        print(summary(net, args.nodes))
+    return 1 if failed else 0

@@ -1,0 +1,218 @@
+"""The JSON form of the netlist IR, for tools that emit netlists (docs/dnet.md, "JSON form").
+
+    {"format": "voodoonet.netlist", "version": 1, "name": "xor", "steps": 1,
+     "vectors": [{"name": "a", "size": null, "gate": {"kind": "input", "lo": 0, "hi": 1}},
+                 {"name": "h", "size": 2, "gate": {"kind": "step", "t": 1}}, ...],
+     "lines": [["a", "h[0]", 1], ...],          # source element, destination element, weight
+     "bias": {"h[0]": -1},
+     "outputs": ["y"]}
+
+Loading goes through the same NetBuilder as the .dnet parser, so the checks and messages
+are the same; positions name the JSON path (`vectors[3].gate`) since JSON has no columns
+to speak of once parsed.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .diagnostics import CompileError, Diagnostic, Pos
+from .ir import (Identity, Input, Lut, NetBuilder, Netlist, Product, Relu, Spike, Step,
+                 make_gate)
+
+FORMAT = "voodoonet.netlist"
+VERSION = 1
+_ELEMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d{1,9})\])?$")
+
+
+def gate_to_json(gate, net: Netlist | None = None) -> dict:
+    if isinstance(gate, Input):
+        return {"kind": "input", "lo": gate.lo, "hi": gate.hi}
+    if isinstance(gate, Identity):
+        return {"kind": "identity"}
+    if isinstance(gate, Relu):
+        return {"kind": "relu", "s": gate.s, "max": gate.L}
+    if isinstance(gate, Step):
+        return {"kind": "step", "t": gate.t}
+    if isinstance(gate, Lut):
+        return {"kind": "lut", "lo": gate.lo, "table": list(gate.table)}
+    if isinstance(gate, Product):
+        return {"kind": "product", "a": net.nodes[gate.a].name, "b": net.nodes[gate.b].name}
+    if isinstance(gate, Spike):
+        return {"kind": "spike", "threshold": gate.threshold, "leak": gate.leak,
+                "reset": "subtract" if gate.reset is None else gate.reset, "init": gate.init}
+    raise TypeError(gate)
+
+
+def to_json(net: Netlist) -> dict:
+    vectors = []
+    for g, ids in net.groups.items():
+        first = net.nodes[ids[0]]
+        vectors.append({"name": g, "size": None if first.index is None else len(ids),
+                        "gate": gate_to_json(first.gate, net)})
+    lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
+    bias = {n.name: n.bias for n in net.nodes if n.bias}
+    return {"format": FORMAT, "version": VERSION, "name": net.name, "steps": net.steps,
+            "vectors": vectors, "lines": lines, "bias": bias,
+            "outputs": [net.nodes[o].name for o in net.outputs]}
+
+
+def dumps(net: Netlist) -> str:
+    return json.dumps(to_json(net), indent=1)
+
+
+def load_file(path: str) -> Netlist:
+    from .parser import read_text
+
+    return loads(read_text(path), path)
+
+
+def loads(text: str, filename: str = "<json>") -> Netlist:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CompileError([Diagnostic(Pos(filename, e.lineno, e.colno),
+                                       f"invalid JSON: {e.msg}", "check the JSON syntax")]) from None
+    except RecursionError:
+        raise CompileError([Diagnostic(Pos(filename, 1, 1), "JSON nested too deeply",
+                                       "a netlist is at most a few levels deep")]) from None
+    return from_json(doc, filename)
+
+
+def from_json(doc, filename: str = "<json>") -> Netlist:
+    b = NetBuilder(filename)
+
+    def at(path: str) -> Pos:
+        return Pos(f"{filename}:{path}")
+
+    def bad(path: str, msg: str, hint: str) -> None:
+        b.error(at(path), msg, hint)
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CompileError([Diagnostic(Pos(filename), f"not a {FORMAT} document",
+                                       f'the top level needs "format": "{FORMAT}"')])
+    if doc.get("version") != VERSION:
+        raise CompileError([Diagnostic(Pos(filename), f"unsupported version {doc.get('version')!r}",
+                                       f"this tool reads version {VERSION}")])
+    b.name = str(doc.get("name", ""))
+    steps = doc.get("steps", 1)
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        b.set_steps(steps, at("steps"))
+    else:
+        bad("steps", "steps must be an integer", '"steps": 1')
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def element(ref, path: str):
+        m = _ELEMENT.match(ref) if isinstance(ref, str) else None
+        if not m:
+            bad(path, f"bad element reference {ref!r}", 'write "x[3]" or "y"')
+            return None
+        return m.group(1), None if m.group(2) is None else int(m.group(2)), at(path)
+
+    products = []
+    vectors = doc.get("vectors")
+    if not isinstance(vectors, list):
+        raise CompileError([Diagnostic(at("vectors"), "missing list of vectors",
+                                       '"vectors": [{"name": ..., "size": ..., "gate": ...}]')])
+    for k, v in enumerate(vectors):
+        path = f"vectors[{k}]"
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) \
+                or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", v["name"]):
+            bad(path, "a vector needs a name", '{"name": "h", "size": 16, "gate": {...}}')
+            continue
+        size = v.get("size")
+        if size is not None and not is_int(size):
+            bad(path + ".size", "size must be an integer or null", '"size": 16')
+            continue
+        g = v.get("gate")
+        if not isinstance(g, dict) or not isinstance(g.get("kind"), str):
+            bad(path + ".gate", "a vector needs a gate", '"gate": {"kind": "relu", "s": 4}')
+            continue
+        kind = g["kind"]
+        gpos = at(path + ".gate")
+        if kind == "input":
+            lo, hi = g.get("lo"), g.get("hi")
+            if not (is_int(lo) and is_int(hi)):
+                bad(path + ".gate", "an input needs integer lo and hi", '{"kind": "input", "lo": 0, "hi": 3}')
+                continue
+            b.declare_input(v["name"], size, lo, hi, gpos)
+            continue
+        args = []
+        for key, value in g.items():
+            if key == "kind":
+                continue
+            if kind == "lut":
+                continue
+            if kind == "product":
+                continue
+            if key == "max" and value is None:
+                continue
+            if key == "reset" and value == "subtract":
+                value = ("subtract", None)
+            elif not is_int(value):
+                bad(f"{path}.gate.{key}", f"{key} must be an integer", f'"{key}": 1')
+                continue
+            args.append((key, value, gpos))
+        if kind == "lut":
+            lo, table = g.get("lo"), g.get("table")
+            if not is_int(lo) or not isinstance(table, list) or not table \
+                    or not all(is_int(t) for t in table):
+                bad(path + ".gate", "a lut needs an integer lo and a table of integers",
+                    '{"kind": "lut", "lo": -2, "table": [0, 0, 1, 4, 4]}')
+                continue
+            args = [(None, (lo, lo + len(table) - 1), gpos), (None, table, gpos)]
+        if kind == "product":
+            a = element(g.get("a"), path + ".gate.a")
+            c = element(g.get("b"), path + ".gate.b")
+            if a is None or c is None:
+                continue
+            if size is not None:
+                bad(path, "a product is a scalar", '"size": null')
+                continue
+            products.append((v["name"], a, c, gpos))
+            continue
+        gate = make_gate(b, kind, args, gpos)
+        if gate is not None:
+            b.declare(v["name"], size, gate, gpos)
+    for name, a, c, gpos in products:
+        b.declare_product(name, a, c, gpos)
+
+    for k, line in enumerate(doc.get("lines", [])):
+        path = f"lines[{k}]"
+        if not (isinstance(line, list) and len(line) == 3 and is_int(line[2])):
+            bad(path, "a line is [source, destination, weight]", '["x[0]", "h[1]", -2]')
+            continue
+        s, d = element(line[0], path), element(line[1], path)
+        if s is None or d is None:
+            continue
+        si, di = b.resolve(*s), b.resolve(*d)
+        if si is not None and di is not None:
+            b.add_line(si, di, line[2], at(path))
+    bias = doc.get("bias", {})
+    if not isinstance(bias, dict):
+        bad("bias", "bias must be an object", '{"h[0]": -1}')
+        bias = {}
+    for name, value in bias.items():
+        path = f"bias.{name}"
+        d = element(name, path)
+        if d is None:
+            continue
+        if not is_int(value):
+            bad(path, "a bias must be an integer", f'"{name}": 1')
+            continue
+        di = b.resolve(*d)
+        if di is not None:
+            b.add_bias(di, value, at(path))
+    outputs = doc.get("outputs", [])
+    if not isinstance(outputs, list):
+        outputs = []
+        bad("outputs", "outputs must be a list", '["y"]')
+    for k, o in enumerate(outputs):
+        d = element(o, f"outputs[{k}]")
+        if d is not None:
+            oi = b.resolve(*d)
+            if oi is not None:
+                b.add_output(oi, at(f"outputs[{k}]"))
+    return b.build()

@@ -1,0 +1,328 @@
+"""The .dnet front end: text -> Lark tree -> NetBuilder calls -> validated Netlist.
+
+Owns reading .dnet files (any bytes: garbage and huge inputs become positioned errors, never
+tracebacks) and turning syntax errors into `file:line:col` diagnostics with a hint. The
+grammar is grammar/dnet.lark; meaning and validation live in dsl/ir.py.
+
+Declarations are processed before connections, so a file may use a name before the line
+that declares it.
+"""
+from __future__ import annotations
+
+import os
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .diagnostics import CompileError, Diagnostic, Pos
+from .ir import Identity, NetBuilder, Netlist, make_gate
+
+MAX_BYTES = 64 * 1024 * 1024
+MAX_DIGITS = 18  # beyond this a literal cannot be a valid weight, bias or bound anyway
+
+_PARSER: Lark | None = None
+
+_TOKEN_NAMES = {
+    "NAME": "a name", "INT": "a number", "SIGN": "'+' or '-'", "LSQB": "'['", "RSQB": "']'",
+    "LPAR": "'('", "RPAR": "')'", "COLON": "':'", "COMMA": "','", "EQUAL": "'='",
+    "LBRACE": "'{'", "RBRACE": "'}'", "STAR": "'*'", "__ANON_0": "'->'", "__ANON_1": "'..'",
+    "$END": "end of file",
+}
+
+
+def _parser() -> Lark:
+    global _PARSER
+    if _PARSER is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        _PARSER = Lark.open(os.path.join(here, "..", "grammar", "dnet.lark"), parser="lalr",
+                            propagate_positions=True, maybe_placeholders=True)
+    return _PARSER
+
+
+def read_text(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_BYTES:
+            raise CompileError([Diagnostic(Pos(path), f"file is {size} bytes",
+                                           f"a netlist file holds at most {MAX_BYTES} bytes")])
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CompileError([Diagnostic(Pos(path), f"cannot read file: {e.strerror}",
+                                       "check the path")]) from None
+    return data.decode("utf-8", errors="replace")
+
+
+def parse_file(path: str) -> Netlist:
+    return parse(read_text(path), path)
+
+
+def parse(text: str, filename: str = "<dnet>") -> Netlist:
+    tree = _syntax(text, filename)
+    return _Elaborator(filename).run(tree)
+
+
+def _syntax(text: str, filename: str) -> Tree:
+    try:
+        return _parser().parse(text)
+    except UnexpectedInput as e:
+        raise CompileError([_syntax_diagnostic(e, text, filename)]) from None
+
+
+def _describe_char(ch: str) -> str:
+    if ch == "\ufffd":
+        return "a byte that is not UTF-8 text"
+    if ch.isprintable() and not ch.isspace():
+        return f"character '{ch}'"
+    return f"character {ch!r}"
+
+
+def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str) -> Diagnostic:
+    line, col = getattr(e, "line", 0) or 0, getattr(e, "column", 0) or 0
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
+        return Diagnostic(Pos(filename, line, col), f"unexpected {_describe_char(ch)}",
+                          "a .dnet file holds statements like 'input x[2] : 0..1' "
+                          "(see docs/dnet.md)")
+    if isinstance(e, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        return Diagnostic(Pos(filename, len(lines), len(lines[-1]) + 1),
+                          "unexpected end of file", "a statement is unfinished")
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        expected = sorted(_TOKEN_NAMES.get(t, repr(t.strip('"').lower())) for t in e.expected)
+        what = "end of file" if tok.type == "$END" else f"'{_clip(str(tok))}'"
+        if tok.type == "$END":
+            lines = text.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+        hint = "expected " + ", ".join(expected[:8]) + (" ..." if len(expected) > 8 else "")
+        return Diagnostic(Pos(filename, line, col), f"unexpected {what}", hint)
+    return Diagnostic(Pos(filename, line, col), "syntax error", str(e).splitlines()[0])
+
+
+def _clip(s: str, n: int = 30) -> str:
+    s = s.replace("\n", "\\n")
+    return s if len(s) <= n else s[:n] + "..."
+
+
+class _Elaborator:
+    """Walks the parse tree and drives a NetBuilder."""
+
+    def __init__(self, filename: str):
+        self.file = filename
+        self.b = NetBuilder(filename)
+
+    def pos(self, item) -> Pos:
+        if isinstance(item, Token):
+            return Pos(self.file, item.line or 0, item.column or 0)
+        meta = item.meta
+        return Pos(self.file, getattr(meta, "line", 0), getattr(meta, "column", 0))
+
+    def int(self, tok: Token, sign: Token | None = None) -> int:
+        text = str(tok)
+        if len(text.lstrip("0")) > MAX_DIGITS:
+            self.b.error(self.pos(tok), f"number {_clip(text, 20)} is too large",
+                         "weights, biases and bounds are 32-bit integers")
+            return 0
+        v = int(text)
+        return -v if sign is not None and str(sign) == "-" else v
+
+    def signed(self, t: Tree) -> int:
+        sign, num = t.children
+        return self.int(num, sign)
+
+    def run(self, tree: Tree) -> Netlist:
+        stmts = tree.children
+        decls = [s for s in stmts if s.data in ("input_stmt", "neuron_stmt", "network_stmt",
+                                                 "steps_stmt")]
+        rest = [s for s in stmts if s not in decls]
+        inline = []
+        for s in decls:
+            getattr(self, s.data)(s, inline)
+        for s in rest:
+            getattr(self, s.data)(s)
+        for node_ids, sum_tree in inline:
+            self.inline_sum(node_ids, sum_tree)
+        return self.b.build()
+
+    # -- declarations --------------------------------------------------------------------------
+    def network_stmt(self, t: Tree, _inline) -> None:
+        self.b.name = str(t.children[0])
+
+    def steps_stmt(self, t: Tree, _inline) -> None:
+        self.b.set_steps(self.int(t.children[0]), self.pos(t))
+
+    def decl(self, t: Tree) -> tuple[str, int | None]:
+        name, size = t.children
+        return str(name), (None if size is None else self.int(size))
+
+    def input_stmt(self, t: Tree, _inline) -> None:
+        decl, rng = t.children
+        name, size = self.decl(decl)
+        lo, hi = (self.signed(c) for c in rng.children)
+        self.b.declare_input(name, size, lo, hi, self.pos(decl))
+
+    def neuron_stmt(self, t: Tree, inline) -> None:
+        decl, gate_tree, sum_tree = t.children
+        name, size = self.decl(decl)
+        gname_tok, gargs = gate_tree.children
+        gname = str(gname_tok)
+        args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        gate = make_gate(self.b, gname, args, self.pos(gate_tree))
+        if isinstance(gate, tuple):  # a product: operands resolved after all declarations
+            _, a, b = gate
+            if size is not None:
+                self.b.error(self.pos(decl), "a product neuron is a scalar",
+                             f"declare it as 'neuron {name} : product(a, b)'")
+                return
+            if sum_tree is not None:
+                self.b.error(self.pos(sum_tree), "a product neuron takes no weighted sum",
+                             "feed the product into another neuron instead")
+            self.b.declare_product(name, a, b, self.pos(decl))
+            return
+        if gate is None:
+            gate = Identity()  # placeholder so later references do not cascade into errors
+        ids = self.b.declare(name, size, gate, self.pos(decl))
+        if sum_tree is not None and ids:
+            if size is not None:
+                self.b.error(self.pos(sum_tree), "an inline sum needs a scalar neuron",
+                             f"use 'lines ... -> {name}' statements for a vector")
+                return
+            inline.append((ids, sum_tree))
+
+    def arg(self, a: Tree):
+        if a.data == "named_arg":
+            key, value = a.children
+            return str(key), self.value(value), self.pos(key)
+        return None, self.value(a.children[0]), self.pos(a)
+
+    def value(self, v):
+        if isinstance(v, Token):  # a bare NAME collapsed by ?value
+            return (str(v), None)
+        if v.data == "signed":
+            return self.signed(v)
+        if v.data == "range":
+            return tuple(self.signed(c) for c in v.children)
+        if v.data == "list":
+            return [self.signed(c) for c in v.children if c is not None]
+        if v.data == "ref":
+            name, idx = v.children
+            return (str(name), None if idx is None else self.int(idx))
+        raise AssertionError(v.data)
+
+    # -- connections ----------------------------------------------------------------------------
+    def vref(self, t: Tree) -> list[int] | None:
+        name = str(t.children[0])
+        if t.data == "vref_all":
+            return self.b.resolve_vector(name, None, None, self.pos(t))
+        if t.data == "vref_one":
+            return self.b.resolve_vector(name, self.int(t.children[1]), None, self.pos(t),
+                                         single=True)
+        start, stop = t.children[1], t.children[2]
+        return self.b.resolve_vector(name, None if start is None else self.int(start),
+                                     None if stop is None else self.int(stop), self.pos(t))
+
+    def lines_stmt(self, t: Tree) -> None:
+        src_t, dst_t, body = t.children
+        src, dst = self.vref(src_t), self.vref(dst_t)
+        if src is None or dst is None:
+            return
+        kind = body.data
+        pos = self.pos(body)
+        if kind == "dense":
+            rows = [r for r in body.children[0].children if r is not None]
+            if len(rows) != len(dst):
+                self.b.error(pos, f"dense matrix has {len(rows)} rows but the destination "
+                                  f"has {len(dst)} neurons",
+                             "write one row per destination neuron, one column per source")
+                return
+            for r, (row, d) in enumerate(zip(rows, dst)):
+                vals = [self.signed(c) for c in row.children if c is not None]
+                if len(vals) != len(src):
+                    self.b.error(self.pos(row), f"row {r} has {len(vals)} weights but the "
+                                                f"source has {len(src)} elements",
+                                 "one column per source element")
+                    continue
+                for s, w in zip(src, vals):
+                    self.b.add_line(s, d, w, self.pos(row))
+        elif kind == "sparse":
+            for e in body.children:
+                if e is None:
+                    continue
+                i, j = self.int(e.children[0]), self.int(e.children[1])
+                w = self.signed(e.children[2])
+                epos = self.pos(e)
+                ok = True
+                if not 0 <= i < len(src):
+                    self.b.error(epos, f"source index {i} is out of range (size {len(src)})",
+                                 f"use 0..{len(src) - 1}")
+                    ok = False
+                if not 0 <= j < len(dst):
+                    self.b.error(epos, f"destination index {j} is out of range "
+                                       f"(size {len(dst)})", f"use 0..{len(dst) - 1}")
+                    ok = False
+                if ok:
+                    self.b.add_line(src[i], dst[j], w, epos)
+        elif kind == "diag":
+            vals = [self.signed(c) for c in body.children[0].children if c is not None]
+            if not (len(src) == len(dst) == len(vals)):
+                self.b.error(pos, f"diag needs equal sizes: source {len(src)}, destination "
+                                  f"{len(dst)}, weights {len(vals)}",
+                             "diag connects source[i] to destination[i] with weight i")
+                return
+            for s, d, w in zip(src, dst, vals):
+                self.b.add_line(s, d, w, pos)
+        elif kind == "all":
+            w = self.signed(body.children[0])
+            for d in dst:
+                for s in src:
+                    self.b.add_line(s, d, w, pos)
+
+    def bias_stmt(self, t: Tree) -> None:
+        dst_t, val = t.children
+        dst = self.vref(dst_t)
+        if dst is None:
+            return
+        pos = self.pos(val)
+        if val.data == "list":
+            vals = [self.signed(c) for c in val.children if c is not None]
+            if len(vals) != len(dst):
+                self.b.error(pos, f"bias has {len(vals)} values but the destination has "
+                                  f"{len(dst)} neurons", "one value per neuron, or a single number")
+                return
+        else:
+            vals = [self.signed(val)] * len(dst)
+        for d, v in zip(dst, vals):
+            self.b.add_bias(d, v, pos)
+
+    def output_stmt(self, t: Tree) -> None:
+        for v in t.children:
+            ids = self.vref(v)
+            for i in ids or []:
+                self.b.add_output(i, self.pos(v))
+
+    def inline_sum(self, node_ids: list[int], t: Tree) -> None:
+        dst = node_ids[0]
+        first, *rest = t.children
+        terms = []
+        sign0, term0 = first.children
+        terms.append((sign0, term0))
+        for k in range(0, len(rest), 2):
+            terms.append((rest[k], rest[k + 1]))
+        for sign, term in terms:
+            neg = sign is not None and str(sign) == "-"
+            pos = self.pos(term) if isinstance(term, Tree) else self.pos(term)
+            if term.data == "constant":
+                v = self.int(term.children[0])
+                self.b.add_bias(dst, -v if neg else v, pos)
+                continue
+            if term.data == "scaled":
+                w = self.int(term.children[0])
+                ref = term.children[1]
+            else:
+                w = 1
+                ref = term.children[0]
+            name, idx = ref.children
+            src = self.b.resolve(str(name), None if idx is None else self.int(idx), self.pos(ref))
+            if src is not None:
+                self.b.add_line(src, dst, -w if neg else w, pos)

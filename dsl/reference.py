@@ -1,0 +1,166 @@
+"""The exact integer reference: evaluates any netlist, every node, over a batch of inputs.
+
+This is the oracle every engine run is judged against, with `==`. It uses NumPy int64 when
+the range analysis proves every intermediate fits with headroom, and Python ints (object
+arrays) otherwise, so it is exact either way. Nodes are evaluated in dependency levels:
+all nodes of a level at once, as one integer matrix product over the batch.
+
+Shapes: inputs are (batch, n_inputs) for a one-step netlist, or (batch, steps, n_inputs);
+`Result.acc` and `Result.value` are (batch, steps, n_nodes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .diagnostics import VoodooError
+from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
+
+_SAFE = 2**62
+
+
+@dataclass
+class Result:
+    net: Netlist
+    acc: np.ndarray    # (batch, steps, nodes): the accumulator before the gate
+    value: np.ndarray  # (batch, steps, nodes): the node's value
+
+    @property
+    def outputs(self) -> np.ndarray:
+        """(batch, steps, n_outputs)"""
+        return self.value[:, :, self.net.outputs]
+
+    def last_outputs(self) -> np.ndarray:
+        """(batch, n_outputs) at the final time step."""
+        return self.value[:, -1, self.net.outputs]
+
+    def named(self, sample: int = 0, step: int = -1) -> dict[str, int]:
+        return {n.name: int(self.value[sample, step, n.id]) for n in self.net.nodes}
+
+
+def _dtype(net: Netlist):
+    worst = 0
+    for n in net.nodes:
+        a, v = net.acc_range[n.id], net.value_range[n.id]
+        worst = max(worst, abs(a.lo), abs(a.hi), abs(v.lo), abs(v.hi))
+        # Partial sums of a dot product are bounded by the sum of |w| * max|x|.
+        worst = max(worst, abs(n.bias) + sum(
+            abs(w) * max(abs(net.value_range[s].lo), abs(net.value_range[s].hi))
+            for s, w in n.weights.items()))
+    for r in net.state_range.values():
+        worst = max(worst, abs(r.lo), abs(r.hi))
+    return np.int64 if worst < _SAFE else object
+
+
+def levels(net: Netlist) -> list[list[int]]:
+    """Node ids grouped by dependency depth (inputs at depth 0)."""
+    depth = [0] * len(net.nodes)
+    for n in net.nodes:
+        srcs = n.sources()
+        depth[n.id] = 1 + max((depth[s] for s in srcs), default=-1) if not n.is_input else 0
+    out: dict[int, list[int]] = {}
+    for i, d in enumerate(depth):
+        out.setdefault(d, []).append(i)
+    return [out[d] for d in sorted(out)]
+
+
+def check_inputs(net: Netlist, inputs) -> np.ndarray:
+    """Validate and shape inputs to (batch, steps, n_inputs) exact integers."""
+    arr = np.asarray(inputs, dtype=object)
+    n_in = len(net.inputs)
+    if arr.ndim == 1:
+        arr = arr[None, None, :]
+    elif arr.ndim == 2:
+        arr = arr[:, None, :] if net.steps == 1 else arr[None, :, :]
+    if arr.ndim != 3 or arr.shape[2] != n_in or arr.shape[1] != net.steps:
+        raise VoodooError(f"{net.source}: expected inputs of shape (batch, {net.steps}, {n_in})"
+                          f" or ({n_in},), got {np.shape(inputs)}")
+    for k, nid in enumerate(net.inputs):
+        g = net.nodes[nid].gate
+        col = arr[:, :, k]
+        for v in col.ravel():
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise VoodooError(f"{net.source}: input {net.nodes[nid].name} = {v!r} "
+                                  "is not an integer")
+            if not g.lo <= int(v) <= g.hi:
+                raise VoodooError(f"{net.source}: input {net.nodes[nid].name} = {int(v)} is "
+                                  f"outside its declared range {g.lo}..{g.hi}")
+    return arr
+
+
+def evaluate(net: Netlist, inputs) -> Result:
+    x = check_inputs(net, inputs)
+    dt = _dtype(net)
+    batch, steps, _ = x.shape
+    N = len(net.nodes)
+    acc = np.zeros((batch, steps, N), dtype=dt)
+    val = np.zeros((batch, steps, N), dtype=dt)
+    lv = levels(net)
+    # Per level: a dense weight matrix (level nodes x all nodes) and the bias vector.
+    mats = []
+    for ids in lv:
+        W = np.zeros((len(ids), N), dtype=dt)
+        b = np.zeros(len(ids), dtype=dt)
+        for r, nid in enumerate(ids):
+            node = net.nodes[nid]
+            for s, w in node.weights.items():
+                W[r, s] = w
+            b[r] = node.bias
+        mats.append((ids, W, b))
+    state = {n.id: np.full(batch, n.gate.init, dtype=dt) for n in net.nodes
+             if isinstance(n.gate, Spike)}
+    for t in range(steps):
+        V = val[:, t, :]
+        V[:, net.inputs] = x[:, t, :].astype(dt)
+        acc[:, t, net.inputs] = V[:, net.inputs]
+        for ids, W, b in mats:
+            if net.nodes[ids[0]].is_input:
+                continue
+            A = V @ W.T + b
+            acc[:, t, ids] = A
+            for r, nid in enumerate(ids):
+                node = net.nodes[nid]
+                a = A[:, r]
+                g = node.gate
+                if isinstance(g, Product):
+                    y = V[:, g.a] * V[:, g.b]
+                    acc[:, t, nid] = y
+                elif isinstance(g, Identity):
+                    y = a
+                elif isinstance(g, Relu):
+                    y = np.minimum(np.maximum(a // g.s, 0), g.L)
+                elif isinstance(g, Step):
+                    y = np.where(a >= g.t, 1, 0).astype(dt)
+                elif isinstance(g, Lut):
+                    table = np.array(g.table, dtype=dt)
+                    idx = np.clip(a, g.lo, g.hi) - g.lo
+                    y = table[idx.astype(np.int64)]
+                elif isinstance(g, Spike):
+                    u = state[nid] + a
+                    fire = u >= g.threshold
+                    y = np.where(fire, 1, 0).astype(dt)
+                    u = np.where(fire, u - g.threshold if g.reset is None else g.reset, u)
+                    state[nid] = np.maximum(u - g.leak, 0)
+                else:
+                    raise TypeError(g)
+                V[:, nid] = y
+    return Result(net, acc, val)
+
+
+def evaluate_one(net: Netlist, inputs: list[int]) -> dict[str, int]:
+    """Every node's value for one sample of a one-step netlist, by name."""
+    return evaluate(net, [inputs]).named(0)
+
+
+def gate_value(gate, acc: int) -> int:
+    """One gate on one accumulator value (not for products or spikes)."""
+    if isinstance(gate, (Identity, Input)):
+        return acc
+    if isinstance(gate, Relu):
+        return min(max(acc // gate.s, 0), gate.L)
+    if isinstance(gate, Step):
+        return int(acc >= gate.t)
+    if isinstance(gate, Lut):
+        return gate(acc)
+    raise TypeError(gate)
