@@ -59,9 +59,14 @@ class Collector:
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
+        self._seen: set[Diagnostic] = set()
 
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
-        self.items.append(Diagnostic(pos, message, hint))
+        d = Diagnostic(pos, message, hint)
+        # One bad statement can fail the same way for many elements: say it once.
+        if d not in self._seen:
+            self._seen.add(d)
+            self.items.append(d)
 
     def __bool__(self) -> bool:
         return bool(self.items)

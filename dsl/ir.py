@@ -287,7 +287,9 @@ class NetBuilder:
         return True
 
     def add_line(self, src: int, dst: int, weight: int, pos: Pos) -> None:
-        weight = self._int(weight, pos, "weight", WEIGHT_LIMIT)
+        if abs(weight) > WEIGHT_LIMIT:
+            self._int(weight, pos, "weight", WEIGHT_LIMIT)
+            return
         if not self._target_ok(dst, pos):
             return
         node = self.nodes[dst]
@@ -422,6 +424,10 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
     allowed, required = spec
     kw: dict[str, tuple[object, Pos]] = {}
     positional = []
+    if name in ("lut", "product") and any(key is not None for key, _, _ in args):
+        err(pos, f"{name} takes positional arguments only",
+            "write lut(LO..HI, [v0, v1, ...]) or product(a, b)")
+        return None
     for key, value, apos in args:
         if key is None:
             positional.append((value, apos))
@@ -433,12 +439,7 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
             err(apos, f"parameter '{key}' is given twice", "give it once")
         else:
             kw[key] = (value, apos)
-    if name in ("lut", "product"):
-        if kw:
-            err(pos, f"{name} takes positional arguments only",
-                "write lut(LO..HI, [v0, v1, ...]) or product(a, b)")
-            return None
-    elif positional:
+    if name not in ("lut", "product") and positional:
         err(positional[0][1], f"{name} takes named parameters only",
             {"relu": "write relu(s=4, max=7)", "step": "write step(t=1)",
              "identity": "write identity", "spike": "write spike(threshold=3, leak=1, reset=0)"}[name])

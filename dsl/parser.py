@@ -133,16 +133,20 @@ class _Elaborator:
 
     def run(self, tree: Tree) -> Netlist:
         stmts = tree.children
-        decls = [s for s in stmts if s.data in ("input_stmt", "neuron_stmt", "network_stmt",
-                                                 "steps_stmt")]
-        rest = [s for s in stmts if s not in decls]
-        inline = []
-        for s in decls:
-            getattr(self, s.data)(s, inline)
-        for s in rest:
-            getattr(self, s.data)(s)
-        for node_ids, sum_tree in inline:
-            self.inline_sum(node_ids, sum_tree)
+        decl_kinds = ("input_stmt", "neuron_stmt", "network_stmt", "steps_stmt")
+        inline: list = []
+        later: list = []  # (statement index, callable): connections in source order
+        for k, s in enumerate(stmts):
+            if s.data in decl_kinds:
+                before = len(inline)
+                getattr(self, s.data)(s, inline)
+                if len(inline) > before:
+                    ids, sum_tree = inline[-1]
+                    later.append((k, lambda ids=ids, t=sum_tree: self.inline_sum(ids, t)))
+            else:
+                later.append((k, lambda s=s: getattr(self, s.data)(s)))
+        for _, action in later:
+            action()
         return self.b.build()
 
     # -- declarations --------------------------------------------------------------------------

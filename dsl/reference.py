@@ -58,7 +58,8 @@ def levels(net: Netlist) -> list[list[int]]:
     depth = [0] * len(net.nodes)
     for n in net.nodes:
         srcs = n.sources()
-        depth[n.id] = 1 + max((depth[s] for s in srcs), default=-1) if not n.is_input else 0
+        # Inputs alone make level 0; a neuron with no lines (a constant) still computes.
+        depth[n.id] = 0 if n.is_input else 1 + max((depth[s] for s in srcs), default=0)
     out: dict[int, list[int]] = {}
     for i, d in enumerate(depth):
         out.setdefault(d, []).append(i)

@@ -1,0 +1,60 @@
+"""Seeded random netlists, written as .dnet text: test fodder, the `hello` MLP, benchmarks.
+
+Generating text (not IR) means every random network also exercises the parser. Layers are
+dense with signed weights (some zero), biases, and a mix of gates: requantised relu with
+several s and L, step, lut, identity.
+"""
+from __future__ import annotations
+
+import random
+
+
+def mlp_text(seed: int, sizes: list[int], in_range=(0, 3), weight=3, bias=4,
+             gates: tuple[str, ...] = ("relu",), name: str | None = None,
+             zero_fraction: float = 0.2, out_gate: str = "identity") -> str:
+    """A dense MLP: sizes[0] inputs, hidden layers sizes[1:-1], sizes[-1] outputs."""
+    rng = random.Random(seed)
+    lo, hi = in_range
+    out = [f"# random MLP, seed {seed}, sizes {sizes}", f"network {name or f'mlp_{seed}'}", "",
+           f"input x[{sizes[0]}] : {lo}..{hi}", ""]
+    prev, prev_hi = "x", max(abs(lo), abs(hi))
+    for k, n in enumerate(sizes[1:]):
+        last = k == len(sizes) - 2
+        lname = "o" if last else f"h{k + 1}"
+        gate_kind = out_gate if last else rng.choice(gates)
+        fan_in = sizes[k]
+        reach = max(1, fan_in * weight * prev_hi // 3)
+        if gate_kind == "relu":
+            s = rng.choice([1, 2, 3, 4, 5, 8])
+            L = rng.randint(1, 7)
+            gate, value_hi = f"relu(s={s}, max={L})", L
+        elif gate_kind == "step":
+            gate, value_hi = f"step(t={rng.randint(-2, max(1, reach // 2))})", 1
+        elif gate_kind == "lut":
+            dlo = rng.randint(-reach, 0)
+            width = rng.randint(2, 9)
+            table = [rng.randint(-3, 5) for _ in range(width)]
+            gate, value_hi = f"lut({dlo}..{dlo + width - 1}, [{', '.join(map(str, table))}])", 5
+        else:
+            gate, value_hi = "identity", reach
+        out.append(f"neuron {lname}[{n}] : {gate}")
+        rows = []
+        for _ in range(n):
+            row = [0 if rng.random() < zero_fraction else rng.randint(-weight, weight)
+                   for _ in range(fan_in)]
+            rows.append("  [" + ", ".join(f"{w:2d}" for w in row) + "],")
+        out.append(f"lines {prev} -> {lname} dense [")
+        out.extend(rows)
+        out.append("]")
+        out.append(f"bias {lname} = [" + ", ".join(str(rng.randint(-bias, bias))
+                                                   for _ in range(n)) + "]")
+        out.append("")
+        prev, prev_hi = lname, value_hi
+    out.append("output o")
+    return "\n".join(out) + "\n"
+
+
+def mlp(seed: int, sizes: list[int], **kw):
+    from .parser import parse
+
+    return parse(mlp_text(seed, sizes, **kw), f"<random mlp {seed}>")
