@@ -1,0 +1,162 @@
+"""Static checks: prove a compiled map stays inside the engine's limits before writing it.
+
+Each check reports every offender, naming the neuron, with a hint. They run on the
+layout and schedule, so they judge the map that will actually be written:
+
+- lights: every value a light can hold at any moment (partial sums included) within
+  -32768..32767;
+- planes: door floors and ceilings, static floors and ceilings within -32768..32767;
+- door geometry: rises the doll cannot climb, landings too short for a stopped doll to have
+  crossed every line of its level, static headroom below the doll's height;
+- schedule: at most one plane move per plane per tic; a phase gives its slowest doll
+  enough tics, so no doll stands in a door when the next inference moves its ceiling;
+- budgets: map extent inside the coordinate range, doll, sector, line and tag counts.
+
+tests/test_checks.py builds each bad case on purpose and watches its check fire.
+"""
+from __future__ import annotations
+
+from dsl.diagnostics import CompileError, Diagnostic, Pos
+
+from . import physics as P
+from .layout import Layout
+from .program import Schedule, run_tics
+
+MAX_DOLLS = 4000
+MAX_SECTORS = 65535
+MAX_LINES = 400_000
+MAX_TAG = 65535
+
+
+def _names(layout: Layout) -> dict[int, str]:
+    return {n.id: n.name for n in layout.circuit.net.nodes}
+
+
+def check_lights(layout: Layout) -> list[Diagnostic]:
+    out = []
+    names = _names(layout)
+    net = layout.circuit.net
+    for l in layout.circuit.lights:
+        if l.lo < P.LIGHT_MIN or l.hi > P.LIGHT_MAX:
+            node = net.nodes[l.node]
+            out.append(Diagnostic(node.pos, f"the {l.role} light of '{names[l.node]}' can reach "
+                                            f"{l.lo}..{l.hi}, outside the engine's light "
+                                            f"range {P.LIGHT_MIN}..{P.LIGHT_MAX}",
+                                  "use smaller weights, biases or input ranges, or requantise "
+                                  "the layer before it"))
+    return out
+
+
+def check_planes(layout: Layout) -> list[Diagnostic]:
+    out = []
+    names = _names(layout)
+    net = layout.circuit.net
+    for g in layout.lanes:
+        lane = g.lane
+        node = net.nodes[lane.node]
+        lo = min(lane.plane_lo, min(s.floor for s in g.segments))
+        hi = max(lane.plane_hi, max(s.floor for s in g.segments) + P.DOLL_HEIGHT + P.HEADROOM_EXTRA)
+        if lo < P.PLANE_MIN or hi > P.PLANE_MAX:
+            out.append(Diagnostic(node.pos, f"the doors of '{names[lane.node]}' need plane "
+                                            f"heights {lo}..{hi}, outside the engine's range "
+                                            f"{P.PLANE_MIN}..{P.PLANE_MAX}",
+                                  "narrow the neuron's accumulator range (smaller weights or "
+                                  "a requantising relu before it)"))
+    return out
+
+
+def check_geometry(layout: Layout) -> list[Diagnostic]:
+    out = []
+    names = _names(layout)
+    net = layout.circuit.net
+    for g in layout.lanes:
+        node = net.nodes[g.lane.node]
+        who = names[g.lane.node]
+        for a, b in zip(g.segments, g.segments[1:]):
+            if b.floor - a.floor > P.MAX_STEP:
+                out.append(Diagnostic(node.pos, f"lane of '{who}': a rise of {b.floor - a.floor} "
+                                                f"at x={b.x0:g}, more than the doll's "
+                                                f"{P.MAX_STEP}-unit step",
+                                      "a bug in the layout: ramps must split every rise"))
+            if b.floor < a.floor:
+                out.append(Diagnostic(node.pos, f"lane of '{who}': the floor drops at x={b.x0:g}",
+                                      "a bug in the layout: door thresholds must increase"))
+        for s in g.segments:
+            if s.kind == "door":
+                continue
+            if s.kind == "landing":
+                lines = [x for x, *_ in g.lines if s.x0 < x < s.x1]
+                # A doll stopped by the next door has its centre DOLL_RADIUS short of it.
+                if lines and s.x1 - max(lines) < P.DOLL_RADIUS + 8:
+                    out.append(Diagnostic(node.pos, f"lane of '{who}': the last line of landing "
+                                                    f"{s.door} is {s.x1 - max(lines):g} units from "
+                                                    "the next door, so a stopped doll may not "
+                                                    "cross it", "landings need LANDING_CLEAR"))
+                if s.x1 - s.x0 < 2 * P.DOLL_RADIUS + 8:
+                    out.append(Diagnostic(node.pos, f"lane of '{who}': landing {s.door} is "
+                                                    f"{s.x1 - s.x0:g} units long; a doll in a "
+                                                    "door would also touch what follows",
+                                          "landings need LANDING_CLEAR"))
+    return out
+
+
+def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
+    out = []
+    net = layout.circuit.net
+    names = _names(layout)
+    seen: dict[tuple[int, int], int] = {}
+    door_owner = {g.lane.door_tag: g.lane.node for g in layout.lanes}
+    for tic, tag in sched.writes:
+        if (tic, tag) in seen:
+            node = door_owner.get(tag)
+            out.append(Diagnostic(net.nodes[node].pos if node is not None else Pos(net.source),
+                                  f"two plane moves for the doors of "
+                                  f"'{names.get(node, tag)}' in tic {tic}: the engine drops "
+                                  "the second one silently", "schedule one move per plane per tic"))
+        seen[(tic, tag)] = 1
+    for ph in sched.phases:
+        need = max(run_tics(layout.lanes[i].travel()) for i in ph.lanes)
+        if ph.run_tics < need:
+            slow = max(ph.lanes, key=lambda i: layout.lanes[i].travel())
+            node = layout.lanes[slow].lane.node
+            out.append(Diagnostic(net.nodes[node].pos, f"phase {ph.index} gives its dolls "
+                                                       f"{ph.run_tics} tics but the doll of "
+                                                       f"'{names[node]}' needs {need}: it could "
+                                                       "still be in a door when that door moves",
+                                  "a bug in the schedule"))
+    return out
+
+
+def check_budgets(layout: Layout) -> list[Diagnostic]:
+    out = []
+    m = layout.model
+    where = Pos(layout.circuit.net.source)
+    x0, y0, x1, y1 = m.extent()
+    if x0 < P.COORD_MIN or y0 < P.COORD_MIN or x1 > P.COORD_MAX or y1 > P.COORD_MAX:
+        out.append(Diagnostic(where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
+                                     f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}",
+                              "split the network over several maps (tiles) or shorten its "
+                              "lanes (smaller ranges, fewer relu levels)"))
+    dolls = len(layout.lanes)
+    if dolls > MAX_DOLLS:
+        out.append(Diagnostic(where, f"{dolls} dolls in one map; the budget is {MAX_DOLLS}",
+                              "split the network over several maps (tiles)"))
+    if len(m.sectors) > MAX_SECTORS:
+        out.append(Diagnostic(where, f"{len(m.sectors)} sectors; the budget is {MAX_SECTORS}",
+                              "split the network over several maps (tiles)"))
+    if len(m.lines) > MAX_LINES:
+        out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
+                              "split the network over several maps (tiles)"))
+    top = max([l.tag for l in layout.circuit.lights] + [layout.conveyor_tag]
+              + [g.lane.door_tag for g in layout.lanes])
+    if top > MAX_TAG:
+        out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
+                              "split the network over several maps (tiles)"))
+    return out
+
+
+def run_all(layout: Layout, sched: Schedule) -> None:
+    problems = (check_lights(layout) + check_planes(layout) + check_geometry(layout)
+                + check_schedule(layout, sched) + check_budgets(layout))
+    if problems:
+        raise CompileError(problems)

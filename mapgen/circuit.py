@@ -1,0 +1,233 @@
+"""Lowering: a netlist becomes a physical circuit of lights, lanes, doors and weighted lines.
+
+This pass owns the arithmetic of the machine, before any geometry exists:
+
+- Every non-input node has an **accumulator light**: a sector whose light level is reset
+  to a constant and then receives `Light_RaiseByValue` / `Light_LowerByValue` from the
+  weighted lines dolls cross. Light changes are instant and commute, so any number of
+  dolls may add to one light in the same tic.
+- Every gated node (and every input) has a **lane**: a corridor with a staircase of
+  **doors** whose ceilings are all set, by ACS, to one value (the node's accumulator, or
+  the input). A doll riding the lane passes door k iff that value >= the door's threshold,
+  and after each door it crosses lines adding `w * delta_k` to each consumer's light,
+  where `delta_k` is the step of the gate's function there. Relu, step and lut are all the
+  same construction with different thresholds and deltas.
+- Identity neurons need no lane: their consumers take their inputs directly, with the
+  weights multiplied through (their own light still exists, so they remain readable).
+- Each gated node also has a **value light** (reset to the gate's value at the bottom of
+  its range, +delta per door passed), so every node's value can be read back.
+
+The pass also computes, for every light and door plane, a proven range of every value it
+can hold at any moment (partial sums included), which mapgen/checks.py compares with the
+engine limits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsl.ir import Identity, Input, Lut, Netlist, Relu, Spike, Step
+from dsl.lower import lower_products
+from dsl.diagnostics import CompileError, Diagnostic
+
+from . import physics as P
+
+
+@dataclass
+class Light:
+    tag: int
+    node: int              # IR node id (in the lowered netlist)
+    role: str              # "acc" or "value"
+    reset: int             # written at the start of every inference
+    lo: int = 0            # proven bounds of the level at any moment
+    hi: int = 0
+
+
+@dataclass
+class Door:
+    threshold: int         # the doll passes iff the lane's plane value >= threshold
+    delta: int             # the node's value goes up by delta when the doll passes
+    adds: list[tuple[int, int]] = field(default_factory=list)  # (light tag, amount)
+
+
+@dataclass
+class Lane:
+    node: int
+    phase: int             # dolls of phase p run after every phase < p has finished
+    doors: list[Door]
+    base: int              # the node's value when the doll passes no door
+    plane_lo: int          # range of the value ACS writes to the door ceilings
+    plane_hi: int
+    source: tuple          # ("input", k) or ("light", acc tag)
+    door_tag: int = 0
+    tid: int = 0
+
+
+@dataclass
+class Circuit:
+    net: Netlist                    # the lowered netlist the circuit computes
+    lights: list[Light]
+    lanes: list[Lane]
+    acc_light: dict[int, int]       # node id -> tag of its accumulator light
+    value_light: dict[int, int]     # node id -> tag of the light that holds its value
+    n_phases: int
+
+    def light(self, tag: int) -> Light:
+        return self._by_tag[tag]
+
+    def __post_init__(self):
+        self._by_tag = {l.tag: l for l in self.lights}
+
+
+def staircase(gate, lo: int, hi: int) -> tuple[int, list[tuple[int, int]]]:
+    """(base value, [(threshold, delta), ...]) of a gate over plane values in [lo, hi].
+
+    Doors whose threshold is <= lo are always passed and fold into the base; doors above hi
+    are never passed and are left out.
+    """
+    if isinstance(gate, Input):
+        return lo, [(t, 1) for t in range(lo + 1, hi + 1)]
+    if isinstance(gate, Relu):
+        base = min(max(lo // gate.s, 0), gate.L)
+        doors = [(k * gate.s, 1) for k in range(1, gate.L + 1) if lo < k * gate.s <= hi]
+        return base, doors
+    if isinstance(gate, Step):
+        return int(lo >= gate.t), ([(gate.t, 1)] if lo < gate.t <= hi else [])
+    if isinstance(gate, Lut):
+        base = gate(lo)
+        doors = []
+        for k in range(max(lo, gate.lo) + 1, min(hi, gate.hi) + 1):
+            d = gate(k) - gate(k - 1)
+            if d:
+                doors.append((k, d))
+        return base, doors
+    raise TypeError(gate)
+
+
+def lower(net: Netlist, first_tag: int = 1) -> Circuit:
+    """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic)."""
+    net = lower_products(net)
+    problems = [n for n in net.nodes if isinstance(n.gate, Spike)]
+    if problems:
+        raise CompileError([Diagnostic(n.pos, f"spiking neuron '{n.name}' cannot be built "
+                                              "into a map yet",
+                                       "the reference evaluates it (build.py eval); map "
+                                       "lowering covers relu, step, lut, identity, product")
+                            for n in problems])
+    if net.steps != 1:
+        raise CompileError([Diagnostic(net.nodes[0].pos, f"a {net.steps}-step netlist cannot "
+                                       "be built into a map yet", "use steps 1")])
+
+    tag = first_tag
+
+    def new_tag() -> int:
+        nonlocal tag
+        tag += 1
+        return tag - 1
+
+    lights: list[Light] = []
+    acc_light: dict[int, int] = {}
+    value_light: dict[int, int] = {}
+    for n in net.nodes:
+        if not n.is_input:
+            acc_light[n.id] = new_tag()
+            lights.append(Light(acc_light[n.id], n.id, "acc", 0))
+            if isinstance(n.gate, Identity):
+                value_light[n.id] = acc_light[n.id]
+        if not isinstance(n.gate, Identity):
+            value_light[n.id] = new_tag()
+            lights.append(Light(value_light[n.id], n.id, "value", 0))
+    by_tag = {l.tag: l for l in lights}
+
+    # Expand every accumulator over lane-driving nodes, through identity neurons:
+    # acc(x) = const[x] + sum_r W[x][r] * value(r), with r an input or gated node.
+    const: dict[int, int] = {}
+    expand: dict[int, dict[int, int]] = {}
+    for n in net.nodes:
+        if n.is_input:
+            continue
+        c, w = n.bias, {}
+        for s, ws in n.weights.items():
+            src = net.nodes[s]
+            if isinstance(src.gate, Identity):
+                c += ws * const[s]
+                for r, wr in expand[s].items():
+                    w[r] = w.get(r, 0) + ws * wr
+            else:
+                w[s] = w.get(s, 0) + ws
+        const[n.id] = c
+        expand[n.id] = {r: v for r, v in w.items() if v}
+
+    # Consumers of each lane node: light tag -> composed weight.
+    fanout: dict[int, dict[int, int]] = {}
+    for x, ws in expand.items():
+        for r, w in ws.items():
+            fanout.setdefault(r, {})[acc_light[x]] = w
+
+    lanes: list[Lane] = []
+    base_of: dict[int, int] = {}
+    phase_of: dict[int, int] = {}
+    bad: list[Diagnostic] = []
+    for n in net.nodes:
+        if isinstance(n.gate, Identity):
+            continue
+        if n.is_input:
+            plo, phi = n.gate.lo, n.gate.hi
+            phase = 0
+            source = ("input", net.inputs.index(n.id))
+        else:
+            a = net.acc_range[n.id]
+            plo, phi = a.lo, a.hi
+            phase = 1 + max((phase_of[r] for r in expand[n.id]), default=0)
+            source = ("light", acc_light[n.id])
+        base, steps = staircase(n.gate, plo, phi)
+        base_of[n.id] = base
+        phase_of[n.id] = phase
+        doors = []
+        for threshold, delta in steps:
+            adds = [(value_light[n.id], delta)]
+            for t, w in sorted(fanout.get(n.id, {}).items()):
+                adds.append((t, w * delta))
+            for t, amount in adds:
+                if abs(amount) > P.LIGHT_MAX:
+                    bad.append(Diagnostic(n.pos, f"'{n.name}' would add {amount} to a light "
+                                                 "in one line crossing",
+                                          "light levels hold -32768..32767; use smaller weights"))
+            doors.append(Door(threshold, delta, adds))
+        if doors:
+            lanes.append(Lane(n.id, phase, doors, base, plo, phi, source))
+    if bad:
+        raise CompileError(bad)
+
+    # Reset values: the constant part plus every source's base value.
+    for x, ws in expand.items():
+        by_tag[acc_light[x]].reset = const[x] + sum(w * base_of[r] for r, w in ws.items())
+    for n in net.nodes:
+        if not isinstance(n.gate, Identity):
+            by_tag[value_light[n.id]].reset = base_of[n.id]
+
+    # Proven bounds of every light at any moment: the reset value plus, for every lane that
+    # adds to it, the lowest and highest running total of that lane's additions.
+    lo = {l.tag: l.reset for l in lights}
+    hi = dict(lo)
+    for lane in lanes:
+        running: dict[int, int] = {}
+        low: dict[int, int] = {}
+        high: dict[int, int] = {}
+        for door in lane.doors:
+            for t, amount in door.adds:
+                running[t] = running.get(t, 0) + amount
+                low[t] = min(low.get(t, 0), running[t])
+                high[t] = max(high.get(t, 0), running[t])
+        for t in running:
+            lo[t] += low[t]
+            hi[t] += high[t]
+    for l in lights:
+        l.lo, l.hi = lo[l.tag], hi[l.tag]
+
+    n_phases = 1 + max((l.phase for l in lanes), default=0)
+    circuit = Circuit(net, lights, lanes, acc_light, value_light, n_phases)
+    for lane in lanes:
+        lane.door_tag = new_tag()
+    for k, lane in enumerate(lanes):
+        lane.tid = 1000 + k
+    return circuit

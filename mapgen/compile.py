@@ -1,0 +1,105 @@
+"""The pipeline, top to bottom: netlist -> circuit -> layout -> schedule -> checks -> UDMF +
+ACS -> BEHAVIOR -> WAD. Each pass is its own module; this one only strings them together
+and writes the resource report.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from dsl.ir import Netlist
+
+from .checks import run_all
+from .circuit import Circuit, lower
+from .layout import Layout, build_layout
+from .program import Schedule, acs_source, manifest, plan
+
+MANIFEST_LUMP = "VNETINFO"
+
+
+@dataclass
+class CompiledMap:
+    name: str              # MAPxx
+    title: str
+    circuit: Circuit
+    layout: Layout
+    schedule: Schedule
+    textmap: str
+    acs: str
+    behavior: bytes
+    manifest: dict
+
+    def report(self) -> str:
+        return resource_report(self)
+
+
+def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
+                    acc: str = "internal") -> CompiledMap:
+    title = title or net.name
+    circuit = lower(net)
+    layout = build_layout(circuit, title)
+    sched = plan(layout)
+    run_all(layout, sched)
+    textmap = layout.model.textmap()
+    source = acs_source(layout, sched, title)
+    behavior = compile_acs(source, f"{net.name}.acs", acc)
+    return CompiledMap(map_name, title, circuit, layout, sched, textmap, source, behavior,
+                       manifest(layout, sched, title))
+
+
+def compile_acs(source: str, filename: str, acc: str = "internal") -> bytes:
+    if acc == "external":
+        from acs.external import compile_with_acc
+
+        return compile_with_acc(source, filename)
+    from acs import compile_source
+
+    return compile_source(source, filename)
+
+
+def write_wad(path: str, maps: list[CompiledMap]) -> None:
+    """Pack compiled maps (in order) into one WAD, atomically; the manifests ride along."""
+    from acs.wad import MapLump, write_wad as pack
+
+    lumps = [MapLump(m.name, m.textmap, m.behavior, m.acs, m.title) for m in maps]
+    info = json.dumps({m.name: m.manifest for m in maps}, sort_keys=True).encode()
+    pack(path, lumps, extra_lumps={MANIFEST_LUMP: info})
+
+
+def read_manifest(path: str) -> dict:
+    from acs.wad import WadError, read_wad
+
+    contents = read_wad(path)
+    for name, data in contents.lumps:
+        if name == MANIFEST_LUMP:
+            try:
+                return json.loads(data.decode())
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged") from None
+    raise WadError(f"{path}: no {MANIFEST_LUMP} lump: not a WAD built by VoodooNet")
+
+
+def resource_report(m: CompiledMap) -> str:
+    lay, sched, c = m.layout, m.schedule, m.circuit
+    x0, y0, x1, y1 = lay.model.extent()
+    tags = len(c.lights) + len(c.lanes) + 1
+    weighted = sum(len(d.adds) for ln in c.lanes for d in ln.doors)
+    rows = [
+        ("map", f"{m.name} \"{m.title}\""),
+        ("neurons", f"{len(c.net.nodes)} nodes, {c.net.n_connections} connections"),
+        ("dolls", f"{len(c.lanes)} (one per lane)"),
+        ("doors", f"{sum(len(ln.doors) for ln in c.lanes)}"),
+        ("weighted lines", f"{weighted}"),
+        ("lights", f"{len(c.lights)}"),
+        ("sectors", f"{len(lay.model.sectors)}"),
+        ("linedefs", f"{len(lay.model.lines)}"),
+        ("things", f"{len(lay.model.things)}"),
+        ("tags", f"{tags}"),
+        ("map extent", f"{x1 - x0:g} x {y1 - y0:g} units (x {x0:g}..{x1:g}, y {y0:g}..{y1:g})"),
+        ("ACS", f"{len(m.acs.splitlines())} lines, BEHAVIOR {len(m.behavior)} bytes"),
+        ("phases", f"{len(sched.phases)}: " + ", ".join(
+            f"{ph.copy_tics if ph.index else 0}+{ph.run_tics}" for ph in sched.phases) + " tics"),
+        ("tics per inference", f"{sched.inference_tics} (predicted)"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)

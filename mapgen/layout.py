@@ -1,0 +1,218 @@
+"""Layout: a Circuit becomes geometry. Lanes along +x, lights as tiles in a hall.
+
+A lane is a corridor of rectangular sectors, all of them conveyors:
+
+    | pad | door 1 | landing 1 (weighted lines) | [ramp] | door 2 | landing 2 | ... | end |
+
+Door k's floor is at threshold_k - 56 and its ceiling is the lane's value v (set by ACS),
+so its headroom v - threshold_k + 56 lets the 56-unit doll through iff v >= threshold_k.
+Floors rise from door to door; rises above the doll's 24-unit step get a ramp of stairs.
+Weighted lines float inside the landings (both sides the same sector).
+
+Accumulator and value lights are tiles in a hall where the player starts: their light
+level IS the value. Lanes are stacked in y and wrap into further columns when a column
+would leave the map's coordinate range.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import physics as P
+from .circuit import Circuit, Lane
+from .udmf import CEIL, FLOOR, MapModel, Sector, Thing
+
+CONVEYOR_TAG_OFFSET = 1  # the conveyor tag follows every circuit tag
+
+
+@dataclass
+class Segment:
+    x0: float
+    x1: float
+    floor: int
+    kind: str                  # pad, door, landing, ramp, end
+    door: int = -1             # door index for door segments
+
+
+@dataclass
+class LaneGeometry:
+    lane: Lane
+    x0: float
+    y0: float
+    segments: list[Segment] = field(default_factory=list)
+    lines: list[tuple[float, int, int, int]] = field(default_factory=list)  # x, special, a0, a1
+
+    @property
+    def length(self) -> float:
+        return self.segments[-1].x1 - self.x0
+
+    @property
+    def y_mid(self) -> float:
+        return self.y0 + P.LANE_WIDTH / 2
+
+    @property
+    def start(self) -> tuple[float, float, int]:
+        """Where a reset puts the doll: past the TID line, on the pad."""
+        return self.x0 + P.START_OFFSET, self.y_mid, self.segments[0].floor
+
+    @property
+    def spawn(self) -> tuple[float, float, int]:
+        return self.x0 + P.SPAWN_OFFSET, self.y_mid, self.segments[0].floor
+
+    def travel(self) -> float:
+        """Distance from the reset point to where a doll passing every door stops."""
+        return self.segments[-1].x1 - P.DOLL_RADIUS - self.start[0]
+
+
+def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
+    g = LaneGeometry(lane, x0, y0)
+    floors = [d.threshold - P.DOLL_HEIGHT for d in lane.doors]
+    x = x0
+    g.segments.append(Segment(x, x + P.PAD_LENGTH, floors[0], "pad"))
+    g.lines.append((x0 + P.TID_LINE_OFFSET, P.SPECIAL["Thing_ChangeTID"], 0, lane.tid))
+    x += P.PAD_LENGTH
+    for k, door in enumerate(lane.doors):
+        f = floors[k]
+        g.segments.append(Segment(x, x + P.DOOR_DEPTH, f, "door", k))
+        x += P.DOOR_DEPTH
+        lx = x + P.LINE_LEAD
+        for tag, amount in door.adds:
+            if amount > 0:
+                g.lines.append((lx, P.SPECIAL["Light_RaiseByValue"], tag, amount))
+            else:
+                g.lines.append((lx, P.SPECIAL["Light_LowerByValue"], tag, -amount))
+            lx += P.LINE_SPACING
+        landing = P.LINE_LEAD + (len(door.adds) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
+        g.segments.append(Segment(x, x + landing, f, "landing", k))
+        x += landing
+        if k + 1 < len(lane.doors):
+            # Stairs so that no rise exceeds the doll's step; the door itself is the last.
+            rise = floors[k + 1] - f
+            for j in range(1, math.ceil(rise / P.MAX_STEP)):
+                g.segments.append(Segment(x, x + P.RAMP_STEP_LENGTH, f + j * P.MAX_STEP,
+                                          "ramp", k))
+                x += P.RAMP_STEP_LENGTH
+    g.segments.append(Segment(x, x + P.END_LENGTH, floors[-1], "end"))
+    return g
+
+
+@dataclass
+class Layout:
+    circuit: Circuit
+    model: MapModel
+    lanes: list[LaneGeometry]
+    light_tiles: dict[int, tuple[float, float, float, float]]  # tag -> x0, y0, x1, y1
+    conveyor_tag: int
+    player: tuple[float, float]
+
+
+def build_layout(circuit: Circuit, title: str = "") -> Layout:
+    m = MapModel()
+    tags = [l.tag for l in circuit.lights] + [ln.door_tag for ln in circuit.lanes]
+    conveyor = max(tags, default=0) + CONVEYOR_TAG_OFFSET
+
+    # -- lanes, in columns of at most COLUMN_LANES ---------------------------------------
+    pitch = P.LANE_WIDTH + P.LANE_GAP
+    column_lanes = max(1, (P.COORD_MAX - 256) // pitch)
+    geoms: list[LaneGeometry] = []
+    x_col = 0.0
+    col_width = 0.0
+    for k, lane in enumerate(circuit.lanes):
+        row = k % column_lanes
+        if k and row == 0:
+            x_col += col_width + 256
+            col_width = 0.0
+        g = lane_geometry(lane, x_col, row * pitch)
+        col_width = max(col_width, g.length)
+        geoms.append(g)
+    for g in geoms:
+        _emit_lane(m, g, conveyor)
+
+    # -- the hall of lights, below the lanes --------------------------------------------------
+    tile, gap = 48, 16
+    per_row = max(1, min(64, math.ceil(math.sqrt(max(1, len(circuit.lights))) * 2)))
+    rows = math.ceil(len(circuit.lights) / per_row) if circuit.lights else 0
+    hall_w = max(512, per_row * (tile + gap) + 2 * gap + 128)
+    hall_h = rows * (tile + gap) + 2 * gap + 256
+    hx0, hy1 = 0.0, -128.0
+    hy0 = hy1 - hall_h
+    hall = m.sector(Sector(0, 160, 192, comment="hall of lights: each tile's light level is "
+                                                "a neuron's accumulator or value"))
+    m.wall((hx0, hy0), (hx0, hy1), hall)
+    m.wall((hx0, hy1), (hx0 + hall_w, hy1), hall)
+    m.wall((hx0 + hall_w, hy1), (hx0 + hall_w, hy0), hall)
+    m.wall((hx0 + hall_w, hy0), (hx0, hy0), hall)
+    tiles = {}
+    names = {n.id: n.name for n in circuit.net.nodes}
+    for i, light in enumerate(circuit.lights):
+        r, c = divmod(i, per_row)
+        tx0 = hx0 + gap + 64 + c * (tile + gap)
+        ty1 = hy1 - gap - r * (tile + gap)
+        ty0 = ty1 - tile
+        tx1 = tx0 + tile
+        sec = m.sector(Sector(0, 160, light.reset, tag=light.tag, floor_tex="FLAT14",
+                              comment=f"{light.role} light of {names[light.node]}"))
+        # Tile edges: the tile on the right (front), the hall behind.
+        m.portal((tx0, ty0), (tx0, ty1), sec, hall)
+        m.portal((tx0, ty1), (tx1, ty1), sec, hall)
+        m.portal((tx1, ty1), (tx1, ty0), sec, hall)
+        m.portal((tx1, ty0), (tx0, ty0), sec, hall)
+        tiles[light.tag] = (tx0, ty0, tx1, ty1)
+
+    # -- the conveyor's control line: its vector is the carrying speed -------------------------
+    cy0 = hy0 - 96
+    ctrl = m.sector(Sector(0, 64, 0, comment="conveyor control"))
+    L = P.SCROLL_LINE_LENGTH
+    m.wall((0, cy0), (0, cy0 + 32), ctrl)
+    m.wall((0, cy0 + 32), (L, cy0 + 32), ctrl, special=P.SPECIAL["Scroll_Floor"],
+           args=(conveyor, 4, 2, 0, 0), comment="Scroll_Floor: carries every lane at "
+                                                 f"{P.DOLL_SPEED} units per tic")
+    m.wall((L, cy0 + 32), (L, cy0), ctrl)
+    m.wall((L, cy0), (0, cy0), ctrl)
+
+    # -- things: every doll first, the real player last ---------------------------------------
+    for g in geoms:
+        x, y, z = g.spawn
+        m.things.append(Thing(x, y, 1, comment=f"doll of {names[g.lane.node]}"))
+    player = (hx0 + 40, hy0 + 40)
+    m.things.append(Thing(player[0], player[1], 1, angle=90, comment="the player"))
+    return Layout(circuit, m, geoms, tiles, conveyor, player)
+
+
+def _emit_lane(m: MapModel, g: LaneGeometry, conveyor: int) -> None:
+    y0, y1 = g.y0, g.y0 + P.LANE_WIDTH
+    secs = []
+    for s in g.segments:
+        if s.kind == "door":
+            sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
+                         floor_tex="FLAT5_1", ceil_tex="FLAT23",
+                         comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
+        else:
+            sec = Sector(s.floor, s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA, 160, tag=conveyor,
+                         floor_tex=FLOOR if s.kind != "landing" else "FLAT1", ceil_tex=CEIL)
+        secs.append(m.sector(sec))
+    m.wall((g.x0, y0), (g.x0, y1), secs[0])                     # start wall
+    for k, s in enumerate(g.segments):
+        m.wall((s.x0, y1), (s.x1, y1), secs[k])                 # top wall
+        m.wall((s.x1, y0), (s.x0, y0), secs[k])                 # bottom wall
+        if k + 1 < len(g.segments):
+            m.portal((s.x1, y0), (s.x1, y1), secs[k + 1], secs[k])
+    last = g.segments[-1]
+    m.wall((last.x1, y1), (last.x1, y0), secs[-1])              # end wall
+    # Weighted lines float inside their landing: both sides are the landing sector.
+    seg_at = _segment_finder(g)
+    for x, special, a0, a1 in g.lines:
+        sec = secs[seg_at(x)]
+        flags = ("playercross", "repeatspecial") if special != P.SPECIAL["Thing_ChangeTID"] \
+            else ("playercross",)
+        m.portal((x, y0 + 2), (x, y1 - 2), sec, sec, tex="-", special=special, args=(a0, a1),
+                 flags=flags)
+
+
+def _segment_finder(g: LaneGeometry):
+    def find(x: float) -> int:
+        for k, s in enumerate(g.segments):
+            if s.x0 < x < s.x1:
+                return k
+        raise AssertionError(f"line at x={x} is on a segment boundary")
+    return find

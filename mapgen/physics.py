@@ -1,0 +1,62 @@
+"""Every engine fact the compiler relies on, in one place, each measured by a test.
+
+The numbers come from ../shared/doom-physics.md and from our own runs; tests/test_physics.py
+builds a small map for each one and checks it in ViZDoom. Change a number here only
+together with its test.
+"""
+from __future__ import annotations
+
+# --- the doll ---------------------------------------------------------------------------
+DOLL_RADIUS = 16          # a player-class actor: a 32x32 box
+DOLL_HEIGHT = 56          # headroom 56 passes, 55 blocks (test: door threshold)
+MAX_STEP = 24             # a doll climbs a floor step of at most 24 units
+
+# --- limits ---------------------------------------------------------------------------
+LIGHT_MIN, LIGHT_MAX = -32768, 32767     # sector light levels (ClampLight), exact ints
+PLANE_MIN, PLANE_MAX = -32768, 32767     # plane heights in map units
+COORD_MIN, COORD_MAX = -32768, 32767     # vertex coordinates
+ACS_INT_MAX = 2**31 - 1
+USER_VARS = 60                           # ViZDoom USER1..USER60 = ACS global 1..60
+PUKE_ARGS = 4                            # `puke N a b c d`
+
+# --- plane movers ------------------------------------------------------------------------
+# Ceiling_MoveToValue speed is in 1/8 unit per tic and is multiplied by FRACUNIT/8 inside
+# the engine, so speeds above 2**18 - 1 overflow a 32-bit fixed-point number.
+PLANE_SPEED = 262136                      # = 32767 units per tic: one tic for any move we make
+PLANE_UNITS_PER_TIC = PLANE_SPEED // 8
+
+# --- lanes -----------------------------------------------------------------------------
+LANE_WIDTH = 48           # corridor width: the 32-unit doll plus 8 units each side
+LANE_GAP = 16             # void between neighbouring lanes
+DOOR_DEPTH = 16           # a door sector, along the lane
+LINE_LEAD = 4             # from a door's far edge to its first weighted line
+LINE_SPACING = 2          # between weighted lines (1 was measured exact as well)
+# From the last weighted line of a landing to the next door: a doll that is stopped by the
+# next door has its centre 16 units short of it, so it must already have crossed every
+# line of the landing; and a doll inside a door must never also touch a higher floor
+# beyond it (measured: a door followed at once by a step is judged against the step).
+LANDING_CLEAR = 40
+RAMP_STEP_LENGTH = 32     # one stair of a ramp between doors whose floors differ by > 24
+PAD_LENGTH = 112          # where a doll waits and is teleported to
+END_LENGTH = 64           # after the last door: the doll stops against the end wall
+SPAWN_OFFSET = 24         # doll spawn point from the pad start (centre)
+TID_LINE_OFFSET = 48      # the Thing_ChangeTID line that names the doll
+START_OFFSET = 72         # where a reset teleports the doll (past the TID line)
+HEADROOM_EXTRA = 16       # static ceilings sit DOLL_HEIGHT + this above their floor
+
+# --- conveyors -----------------------------------------------------------------------------
+# Scroll_Floor with scrollbits 4 takes direction and speed from its control line:
+# length / 32 units per tic. Dolls are also given this velocity when released, so they do
+# not spend ~11 tics accelerating.
+DOLL_SPEED = 32           # units per tic along a lane
+SCROLL_LINE_LENGTH = DOLL_SPEED * 32
+
+# --- specials (../shared/reference/specials.tsv) -------------------------------------------
+SPECIAL = {
+    "Light_RaiseByValue": 110,
+    "Light_LowerByValue": 111,
+    "Light_ChangeToValue": 112,
+    "Ceiling_MoveToValue": 47,
+    "Scroll_Floor": 223,
+    "Thing_ChangeTID": 176,
+}

@@ -1,0 +1,253 @@
+"""The clock and the bus: the inference schedule and the ACS that drives a compiled map.
+
+ACS never computes on neuron values. `Bus` is the only way this module writes ACS, and it
+offers exactly the machine's bus operations, each with constant operands except the value
+being moved:
+
+- `write_input`: a script argument -> an input lane's door ceilings
+- `reset_light`: a constant -> a light (start of an inference)
+- `release`: teleport a doll to its lane start and give it the conveyor's speed
+- `copy`: an accumulator light -> a lane's door ceilings
+- `read`: a light -> a USER global (how values leave the map)
+- `delay`, `ack`: the clock, and telling Python a step is done
+
+tests/test_program.py checks the generated source against that list.
+
+Protocol (also in the manifest inside the WAD):
+  USER60 = -1 once the map is ready, then the sequence number of the last inference done;
+  script 2 (seq) runs one inference; scripts 10+k (a, b, c, d) write inputs 4k..4k+3 and
+  must be started in the same tic as script 2; script 100+b (token) copies read batch b to
+  USER1..58 and the token to USER59.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import physics as P
+from .layout import Layout
+
+SCRIPT_OPEN = 1
+SCRIPT_INFER = 2
+SCRIPT_INPUT_BASE = 10
+SCRIPT_READ_BASE = 100
+ACK_VAR = 60
+READ_ACK_VAR = 59
+READ_SLOTS = 58
+SETTLE_TICS = 3        # after the slowest doll of a phase could have stopped
+INIT_EXTRA_TICS = 24   # the first ride starts from rest: room to accelerate
+
+
+@dataclass
+class Phase:
+    index: int
+    lanes: list[int]           # indices into layout.lanes
+    copy_tics: int             # tics given to the door planes to reach their values
+    run_tics: int              # tics given to the dolls to finish
+
+
+@dataclass
+class Schedule:
+    phases: list[Phase]
+    input_batches: list[list[int]]          # lane indices (or -1 for a constant input)
+    read_batches: list[list[tuple[int, str]]]  # (light tag, label)
+    output_slots: list[tuple[int, str]]     # read at the end of an inference: (tag, label)
+    init_tics: int
+    inference_tics: int                     # from the tic the pukes run to the ack
+    writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
+
+
+def run_tics(travel: float) -> int:
+    return math.ceil(travel / P.DOLL_SPEED) + SETTLE_TICS
+
+
+def plan(layout: Layout) -> Schedule:
+    c = layout.circuit
+    net = c.net
+    by_phase: dict[int, list[int]] = {}
+    for i, g in enumerate(layout.lanes):
+        by_phase.setdefault(g.lane.phase, []).append(i)
+    phases = []
+    for p in sorted(by_phase):
+        lanes = by_phase[p]
+        span = max(max(layout.lanes[i].lane.plane_hi, layout.lanes[i].segments[0].floor)
+                   - min(layout.lanes[i].lane.plane_lo, layout.lanes[i].segments[0].floor)
+                   for i in lanes)
+        copy = max(1, math.ceil(span / P.PLANE_UNITS_PER_TIC))
+        phases.append(Phase(p, lanes, copy, run_tics(max(layout.lanes[i].travel() for i in lanes))))
+    # Inputs in declaration order, four per script; an input with one possible value has no
+    # lane and is still given a slot so that Python can send inputs in order.
+    lane_of_input = {g.lane.source[1]: i for i, g in enumerate(layout.lanes)
+                     if g.lane.source[0] == "input"}
+    order = [lane_of_input.get(k, -1) for k in range(len(net.inputs))]
+    input_batches = [order[i:i + P.PUKE_ARGS] for i in range(0, len(order), P.PUKE_ARGS)]
+    names = {n.id: n.name for n in net.nodes}
+    outputs = [(c.value_light[o], names[o]) for o in net.outputs]
+    readable = []
+    for n in net.nodes:
+        if n.id in c.acc_light and c.acc_light[n.id] != c.value_light.get(n.id):
+            readable.append((c.acc_light[n.id], f"acc:{n.name}"))
+        readable.append((c.value_light[n.id], f"value:{n.name}"))
+    read_batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
+    init = max((run_tics(g.travel()) for g in layout.lanes), default=1) + INIT_EXTRA_TICS
+    # Tic numbering inside an inference: tic 0 runs the resets and input writes.
+    tic = 1
+    writes = []
+    for ph in phases:
+        if ph.index > 0:
+            for i in ph.lanes:
+                writes.append((tic, layout.lanes[i].lane.door_tag))
+            tic += ph.copy_tics
+        tic += ph.run_tics
+    for i in by_phase.get(0, []):
+        writes.append((0, layout.lanes[i].lane.door_tag))
+    sched = Schedule(phases, input_batches, read_batches,
+                     outputs if len(outputs) <= READ_SLOTS else [], init, tic, writes)
+    return sched
+
+
+class Bus:
+    """Writes ACS statements; offers only the machine's bus operations (module docstring)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def _emit(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def comment(self, text: str) -> None:
+        for part in text.splitlines():
+            self._emit(f"// {part}" if part else "//")
+
+    def blank(self) -> None:
+        self.lines.append("")
+
+    def open_script(self, header: str) -> None:
+        self._emit(header)
+        self._emit("{")
+        self.depth += 1
+
+    def close_script(self) -> None:
+        self.depth -= 1
+        self._emit("}")
+
+    def write_input(self, door_tag: int, arg: str, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {P.PLANE_SPEED}, {arg}, 0);  // {what}")
+
+    def reset_light(self, tag: int, value: int, what: str) -> None:
+        self._emit(f"Light_ChangeToValue({tag}, {value});  // {what}")
+
+    def release(self, tid: int, x: float, y: float, z: int, what: str) -> None:
+        self._emit(f"SetActorPosition({tid}, {int(x) << 16}, {int(y) << 16}, {int(z) << 16}, 0);"
+                   f"  // doll of {what} back to its lane start")
+        self._emit(f"SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);")
+
+    def copy(self, door_tag: int, light_tag: int, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {P.PLANE_SPEED}, "
+                   f"GetSectorLightLevel({light_tag}), 0);  // {what}")
+
+    def read(self, var: str, light_tag: int, what: str) -> None:
+        self._emit(f"{var} = GetSectorLightLevel({light_tag});  // {what}")
+
+    def delay(self, tics: int, why: str) -> None:
+        self._emit(f"Delay({tics});  // {why}")
+
+    def ack(self, var: str, value: str) -> None:
+        self._emit(f"{var} = {value};")
+
+
+def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
+    c = layout.circuit
+    names = {n.id: n.name for n in c.net.nodes}
+    b = Bus()
+    b.comment(f"{title}: a neural network compiled into a Doom map by VoodooNet.")
+    b.comment("The map computes: dolls ride conveyor lanes, each door they get under is one\n"
+              "step of a neuron's activation, each weighted line they cross adds to a light.\n"
+              "These scripts are only the bus and the clock: they write inputs, reset lights,\n"
+              "release dolls, copy accumulators to door ceilings and read results back.")
+    b.blank()
+    b.lines.append('#include "zcommon.acs"')
+    b.blank()
+    for k in range(1, READ_SLOTS + 1):
+        b.lines.append(f"global int {k}:user{k};")
+    b.lines.append(f"global int {READ_ACK_VAR}:read_ack;   // token of the last read batch")
+    b.lines.append(f"global int {ACK_VAR}:ack;        // -1: ready; then the last inference done")
+    b.blank()
+
+    b.open_script(f"script {SCRIPT_OPEN} OPEN")
+    b.comment("The dolls' first ride names them (Thing_ChangeTID lines on their pads).")
+    b.delay(sched.init_tics, "let every doll finish its first ride")
+    b.ack("ack", "-1")
+    b.close_script()
+    b.blank()
+
+    for k, batch in enumerate(sched.input_batches):
+        args = ["a", "b", "c", "d"][:len(batch)]
+        b.open_script(f"script {SCRIPT_INPUT_BASE + k} ({', '.join('int ' + a for a in args)})")
+        for arg, li in zip(args, batch):
+            if li < 0:
+                b.comment(f"input slot {arg}: a constant input, nothing to write")
+                continue
+            g = layout.lanes[li]
+            b.write_input(g.lane.door_tag, arg, f"input {names[g.lane.node]} -> its door ceilings")
+        b.close_script()
+        b.blank()
+
+    b.open_script(f"script {SCRIPT_INFER} (int seq)")
+    b.comment("Reset every light to its constant: bias plus the base values of its sources.")
+    for light in c.lights:
+        b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
+    b.delay(1, "input scripts started with this one write their doors in this tic")
+    for ph in sched.phases:
+        b.blank()
+        if ph.index > 0:
+            b.comment(f"Phase {ph.index}: accumulators are final; copy them to the doors.")
+            for i in ph.lanes:
+                g = layout.lanes[i]
+                b.copy(g.lane.door_tag, g.lane.source[1], f"neuron {names[g.lane.node]}")
+            b.delay(ph.copy_tics, "door ceilings reach their values")
+        else:
+            b.comment("Phase 0: input dolls.")
+        for i in ph.lanes:
+            g = layout.lanes[i]
+            x, y, z = g.start
+            b.release(g.lane.tid, x, y, z, names[g.lane.node])
+        b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
+    b.blank()
+    if sched.output_slots:
+        b.comment("Outputs to USER globals.")
+        for k, (tag, label) in enumerate(sched.output_slots):
+            b.read(f"user{k + 1}", tag, f"output {label}")
+    b.ack("ack", "seq")
+    b.close_script()
+    b.blank()
+
+    for k, batch in enumerate(sched.read_batches):
+        b.open_script(f"script {SCRIPT_READ_BASE + k} (int token)")
+        for slot, (tag, label) in enumerate(batch):
+            b.read(f"user{slot + 1}", tag, label)
+        b.ack("read_ack", "token")
+        b.close_script()
+        b.blank()
+    return "\n".join(b.lines).rstrip() + "\n"
+
+
+def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
+    """What a runner needs to drive the map; stored as a JSON lump in the WAD."""
+    c = layout.circuit
+    names = {n.id: n.name for n in c.net.nodes}
+    return {
+        "format": "voodoonet.map", "version": 1, "title": title,
+        "inputs": [names[i] for i in c.net.inputs],
+        "input_ranges": [list(r) for r in c.net.input_ranges()],
+        "input_scripts": [SCRIPT_INPUT_BASE + k for k in range(len(sched.input_batches))],
+        "infer_script": SCRIPT_INFER,
+        "inference_tics": sched.inference_tics,
+        "init_tics": sched.init_tics,
+        "ack_var": ACK_VAR, "read_ack_var": READ_ACK_VAR,
+        "outputs": [label for _, label in sched.output_slots],
+        "all_outputs": [names[o] for o in c.net.outputs],
+        "read_batches": [{"script": SCRIPT_READ_BASE + k, "labels": [lab for _, lab in batch]}
+                         for k, batch in enumerate(sched.read_batches)],
+    }

@@ -1,0 +1,135 @@
+"""The engine runner: drive a compiled map in ViZDoom and compare it with the reference.
+
+A `MapRunner` starts the map, waits for it to say it is ready, then per inference sends
+the inputs (`puke` of the input scripts), starts the inference script, advances exactly
+the predicted number of tics and requires the map's acknowledgement: an inference that
+does not finish in its predicted time is an error, not something to wait out. Outputs come
+back through USER globals; in debug mode every node's accumulator and value are read back
+as well, and the first node (in dependency order) that differs from the reference is named.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsl.diagnostics import VoodooError
+from dsl.ir import Netlist
+
+from .engine import Engine, EngineError
+
+
+class MismatchError(VoodooError):
+    pass
+
+
+class MapRunner:
+    def __init__(self, wad: str, info: dict, map_name: str = "MAP01", engine: Engine | None = None):
+        self.wad = wad
+        self.info = info
+        self.engine = engine or Engine(wad, map_name)
+        self.seq = 0
+        self.token = 0
+        self.tics = 0
+        self.engine.advance(info["init_tics"] + 2)
+        ack = self.engine.user(info["ack_var"])
+        if ack != -1:
+            raise EngineError(f"{wad} {map_name}: the map did not report ready after "
+                              f"{info['init_tics'] + 2} tics (USER{info['ack_var']} = {ack})")
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def infer(self, x) -> list[int]:
+        """One inference; returns the output values in declared order."""
+        info = self.info
+        x = [int(v) for v in x]
+        if len(x) != len(info["inputs"]):
+            raise VoodooError(f"{len(x)} inputs given; the map takes {len(info['inputs'])} "
+                              f"({', '.join(info['inputs'])})")
+        for name, v, (lo, hi) in zip(info["inputs"], x, info["input_ranges"]):
+            if not lo <= v <= hi:
+                raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
+        for k, script in enumerate(info["input_scripts"]):
+            self.engine.puke(script, *x[4 * k:4 * k + 4])
+        self.seq += 1
+        self.engine.puke(info["infer_script"], self.seq)
+        self.engine.advance(info["inference_tics"] + 1)
+        self.tics += info["inference_tics"] + 1
+        ack = self.engine.user(info["ack_var"])
+        if ack != self.seq:
+            raise EngineError(f"{self.wad}: inference {self.seq} did not finish in its predicted "
+                              f"{info['inference_tics']} tics (ack {ack})")
+        if info["outputs"]:
+            vals = self.engine.users()
+            return vals[:len(info["outputs"])]
+        everything = self.read_all()
+        return [everything[f"value:{name}"] for name in info["all_outputs"]]
+
+    def read_all(self) -> dict[str, int]:
+        """Every light of the map, by label ('acc:h[3]', 'value:h[3]'), one batch per tic."""
+        out: dict[str, int] = {}
+        for batch in self.info["read_batches"]:
+            self.token += 1
+            self.engine.puke(batch["script"], self.token)
+            self.engine.advance(1)
+            if self.engine.user(self.info["read_ack_var"]) != self.token:
+                raise EngineError(f"{self.wad}: read script {batch['script']} did not run")
+            vals = self.engine.users()
+            for label, v in zip(batch["labels"], vals):
+                out[label] = v
+        return out
+
+
+@dataclass
+class Comparison:
+    inputs: list[int]
+    engine: list[int]
+    reference: list[int]
+    first_divergence: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.engine == self.reference and self.first_divergence is None
+
+
+def reference_labels(net: Netlist, lowered: Netlist, x) -> dict[str, int]:
+    """The reference value of every readable light label, from the lowered netlist."""
+    from dsl.reference import evaluate
+
+    res = evaluate(lowered, [x])
+    out = {}
+    for n in lowered.nodes:
+        out[f"value:{n.name}"] = int(res.value[0, 0, n.id])
+        if not n.is_input:
+            out[f"acc:{n.name}"] = int(res.acc[0, 0, n.id])
+    return out
+
+
+def compare(runner: MapRunner, net: Netlist, lowered: Netlist, x, debug: bool = False) -> Comparison:
+    from dsl.reference import evaluate
+
+    eng = runner.infer(x)
+    ref = [int(v) for v in evaluate(net, [x]).last_outputs()[0]]
+    cmp = Comparison(list(x), eng, ref)
+    if debug:
+        got = runner.read_all()
+        want = reference_labels(net, lowered, x)
+        for n in lowered.nodes:  # dependency order: the first difference is the cause
+            for label in (f"acc:{n.name}", f"value:{n.name}"):
+                if label in got and got[label] != want[label]:
+                    cmp.first_divergence = f"{label} engine {got[label]} reference {want[label]}"
+                    break
+            if cmp.first_divergence:
+                break
+    return cmp
+
+
+def as_array(rows) -> np.ndarray:
+    return np.array(rows, dtype=np.int64)

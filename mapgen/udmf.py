@@ -1,0 +1,180 @@
+"""A small map model (vertices, sectors, lines, sides, things) and its UDMF TEXTMAP writer.
+
+Namespace "zdoom", so GZDoom, ViZDoom, Ultimate Doom Builder and SLADE open the maps.
+The builder deduplicates vertices and writes everything in insertion order with fixed
+number formatting, so the same circuit always gives byte-identical text. We write the text
+ourselves rather than through omgifol's UMapEditor, which is quadratic on large maps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WALL = "STARTAN2"
+FLOOR = "FLOOR0_1"
+CEIL = "CEIL3_5"
+
+
+@dataclass
+class Sector:
+    floor: int
+    ceiling: int
+    light: int = 160
+    tag: int = 0
+    more_tags: tuple[int, ...] = ()
+    floor_tex: str = FLOOR
+    ceil_tex: str = CEIL
+    comment: str = ""
+
+
+@dataclass
+class Line:
+    v1: int
+    v2: int
+    front: int            # sidedef index
+    back: int = -1
+    special: int = 0
+    args: tuple[int, ...] = ()
+    flags: tuple[str, ...] = ()
+    id: int = 0
+    comment: str = ""
+
+
+@dataclass
+class Side:
+    sector: int
+    top: str = "-"
+    bottom: str = "-"
+    middle: str = "-"
+
+
+@dataclass
+class Thing:
+    x: float
+    y: float
+    type: int
+    angle: int = 0
+    id: int = 0
+    z: float = 0.0
+    comment: str = ""
+
+
+@dataclass
+class MapModel:
+    vertices: list[tuple[float, float]] = field(default_factory=list)
+    sectors: list[Sector] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    sides: list[Side] = field(default_factory=list)
+    things: list[Thing] = field(default_factory=list)
+    _vindex: dict = field(default_factory=dict)
+
+    # -- building --------------------------------------------------------------------------
+    def vertex(self, x: float, y: float) -> int:
+        key = (x, y)
+        i = self._vindex.get(key)
+        if i is None:
+            i = len(self.vertices)
+            self.vertices.append(key)
+            self._vindex[key] = i
+        return i
+
+    def sector(self, s: Sector) -> int:
+        self.sectors.append(s)
+        return len(self.sectors) - 1
+
+    def side(self, sector: int, **tex) -> int:
+        self.sides.append(Side(sector, **tex))
+        return len(self.sides) - 1
+
+    def wall(self, a: tuple, b: tuple, sector: int, tex: str = WALL, **kw) -> int:
+        """A one-sided wall from a to b; `sector` lies on its right (the front side)."""
+        front = self.side(sector, middle=tex)
+        self.lines.append(Line(self.vertex(*a), self.vertex(*b), front, -1,
+                               flags=("blocking",) + tuple(kw.pop("flags", ())), **kw))
+        return len(self.lines) - 1
+
+    def portal(self, a: tuple, b: tuple, front: int, back: int, tex: str = WALL, **kw) -> int:
+        """A two-sided line from a to b; `front` on its right, `back` on its left."""
+        f = self.side(front, top=tex, bottom=tex)
+        k = self.side(back, top=tex, bottom=tex)
+        self.lines.append(Line(self.vertex(*a), self.vertex(*b), f, k, **kw))
+        return len(self.lines) - 1
+
+    def rect_sector(self, x0, y0, x1, y1, s: Sector, tex: str = WALL) -> int:
+        """A closed rectangular sector with walls all round."""
+        sec = self.sector(s)
+        self.wall((x0, y0), (x0, y1), sec, tex)
+        self.wall((x0, y1), (x1, y1), sec, tex)
+        self.wall((x1, y1), (x1, y0), sec, tex)
+        self.wall((x1, y0), (x0, y0), sec, tex)
+        return sec
+
+    def extent(self) -> tuple[float, float, float, float]:
+        xs = [v[0] for v in self.vertices]
+        ys = [v[1] for v in self.vertices]
+        return min(xs), min(ys), max(xs), max(ys)
+
+    # -- writing ----------------------------------------------------------------------------
+    def textmap(self) -> str:
+        out = ['namespace = "zdoom";', ""]
+        w = out.append
+        for x, y in self.vertices:
+            w(f"vertex {{ x = {_num(x)}; y = {_num(y)}; }}")
+        for ln in self.lines:
+            parts = [f"v1 = {ln.v1};", f"v2 = {ln.v2};", f"sidefront = {ln.front};"]
+            if ln.back >= 0:
+                parts.append(f"sideback = {ln.back};")
+                parts.append("twosided = true;")
+            for fl in ln.flags:
+                parts.append(f"{fl} = true;")
+            if ln.id:
+                parts.append(f"id = {ln.id};")
+            if ln.special:
+                parts.append(f"special = {ln.special};")
+                for k, a in enumerate(ln.args):
+                    if a:
+                        parts.append(f"arg{k} = {int(a)};")
+            if ln.comment:
+                parts.append(f'comment = "{_esc(ln.comment)}";')
+            w("linedef { " + " ".join(parts) + " }")
+        for sd in self.sides:
+            parts = [f"sector = {sd.sector};"]
+            if sd.top != "-":
+                parts.append(f'texturetop = "{sd.top}";')
+            if sd.bottom != "-":
+                parts.append(f'texturebottom = "{sd.bottom}";')
+            if sd.middle != "-":
+                parts.append(f'texturemiddle = "{sd.middle}";')
+            w("sidedef { " + " ".join(parts) + " }")
+        for s in self.sectors:
+            parts = [f"heightfloor = {int(s.floor)};", f"heightceiling = {int(s.ceiling)};",
+                     f'texturefloor = "{s.floor_tex}";', f'textureceiling = "{s.ceil_tex}";',
+                     f"lightlevel = {int(s.light)};"]
+            if s.tag:
+                parts.append(f"id = {s.tag};")
+            if s.more_tags:
+                parts.append(f'moreids = "{" ".join(str(t) for t in s.more_tags)}";')
+            if s.comment:
+                parts.append(f'comment = "{_esc(s.comment)}";')
+            w("sector { " + " ".join(parts) + " }")
+        for t in self.things:
+            parts = [f"x = {_num(t.x)};", f"y = {_num(t.y)};", f"type = {t.type};"]
+            if t.z:
+                parts.append(f"height = {_num(t.z)};")
+            if t.angle:
+                parts.append(f"angle = {t.angle};")
+            if t.id:
+                parts.append(f"id = {t.id};")
+            parts.append("skill1 = true; skill2 = true; skill3 = true; skill4 = true; "
+                         "skill5 = true; single = true; coop = true; dm = true;")
+            if t.comment:
+                parts.append(f'comment = "{_esc(t.comment)}";')
+            w("thing { " + " ".join(parts) + " }")
+        return "\n".join(out) + "\n"
+
+
+def _num(v: float) -> str:
+    return f"{float(v):.3f}"
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
