@@ -93,7 +93,9 @@ class Engine:
         if action is None:
             action = [0.0] * self.game.get_available_buttons_size()
         self.game.set_action(action)
-        self.game.advance_action(tics, False)
+        # update_state=True: user(), users() and sectors() read the state of the last tic;
+        # with False they kept returning the values of the previous update.
+        self.game.advance_action(tics, True)
         if self.game.is_episode_finished():
             raise EngineError(f"{self.wad}: the episode ended (map exited or the player died)")
 
