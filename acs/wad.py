@@ -73,9 +73,11 @@ def _check_maps(path: str, maps) -> None:
             raise WadError(f"{path}: BEHAVIOR of {m.name} is not a compiled ACS lump")
 
 
-def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None) -> None:
+def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
+              extra_lumps: dict[str, bytes] | None = None) -> None:
     """Write a PWAD holding `maps` (in order) and a MAPINFO lump (`mapinfo` verbatim, or
-    one made from the maps' titles). Same inputs give the same bytes."""
+    one made from the maps' titles), then `extra_lumps` (name -> data, in order).
+    Same inputs give the same bytes."""
     import omg
 
     maps = list(maps)
@@ -85,6 +87,8 @@ def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None) -> Non
     wad = omg.WAD()
     text = mapinfo if mapinfo is not None else make_mapinfo(maps)
     wad.data["MAPINFO"] = omg.Lump(text.encode("utf-8"))
+    for name, data in (extra_lumps or {}).items():
+        wad.data[name] = omg.Lump(bytes(data))
     for m in maps:
         group = omg.NameGroup()
         group["_HEADER_"] = omg.Lump(b"")

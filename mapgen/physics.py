@@ -20,10 +20,22 @@ USER_VARS = 60                           # ViZDoom USER1..USER60 = ACS global 1.
 PUKE_ARGS = 4                            # `puke N a b c d`
 
 # --- plane movers ------------------------------------------------------------------------
-# Ceiling_MoveToValue speed is in 1/8 unit per tic and is multiplied by FRACUNIT/8 inside
-# the engine, so speeds above 2**18 - 1 overflow a 32-bit fixed-point number.
-PLANE_SPEED = 262136                      # = 32767 units per tic: one tic for any move we make
-PLANE_UNITS_PER_TIC = PLANE_SPEED // 8
+# Ceiling_MoveToValue's speed is in 1/8 unit per tic. The engine adds speed * FRACUNIT/8 to
+# the plane's fixed-point height, so speed * 8192 + |height| * 65536 must stay below 2**31
+# or the move wraps around (measured: a move to 1000 at speed 262136 went to -32766).
+# A move of at most speed/8 units lands exactly in the tic it starts.
+PLANE_SPEED_LIMIT = 2**18
+
+
+def plane_speed(span: int, max_height: int) -> tuple[int, int]:
+    """(speed, tics) for moves of up to `span` units on a plane within +-max_height."""
+    ceiling = PLANE_SPEED_LIMIT - 8 * (max_height + 1) - 64
+    if ceiling < 8:
+        raise ValueError(f"plane heights of +-{max_height} leave no room for a mover")
+    want = 8 * max(span, 1)
+    speed = min(want, ceiling)
+    tics = -(-max(span, 1) * 8 // speed)
+    return speed, tics
 
 # --- lanes -----------------------------------------------------------------------------
 LANE_WIDTH = 48           # corridor width: the 32-unit doll plus 8 units each side

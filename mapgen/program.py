@@ -54,7 +54,16 @@ class Schedule:
     output_slots: list[tuple[int, str]]     # read at the end of an inference: (tag, label)
     init_tics: int
     inference_tics: int                     # from the tic the pukes run to the ack
+    speeds: dict[int, int] = field(default_factory=dict)  # lane index -> door mover speed
     writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
+
+
+def door_speed(g) -> tuple[int, int]:
+    """Mover speed and tics for a lane's door ceilings: every value they can be sent to,
+    from anywhere they can be (a ceiling sent below a door's floor stops on the floor)."""
+    lo = min(g.lane.plane_lo, min(s.floor for s in g.segments))
+    hi = max(g.lane.plane_hi, max(s.floor for s in g.segments))
+    return P.plane_speed(hi - lo, max(abs(lo), abs(hi)))
 
 
 def run_tics(travel: float) -> int:
@@ -68,12 +77,14 @@ def plan(layout: Layout) -> Schedule:
     for i, g in enumerate(layout.lanes):
         by_phase.setdefault(g.lane.phase, []).append(i)
     phases = []
+    speeds = {}
     for p in sorted(by_phase):
         lanes = by_phase[p]
-        span = max(max(layout.lanes[i].lane.plane_hi, layout.lanes[i].segments[0].floor)
-                   - min(layout.lanes[i].lane.plane_lo, layout.lanes[i].segments[0].floor)
-                   for i in lanes)
-        copy = max(1, math.ceil(span / P.PLANE_UNITS_PER_TIC))
+        copy = 1
+        for i in lanes:
+            speed, tics = door_speed(layout.lanes[i])
+            speeds[i] = speed
+            copy = max(copy, tics)
         phases.append(Phase(p, lanes, copy, run_tics(max(layout.lanes[i].travel() for i in lanes))))
     # Inputs in declaration order, four per script; an input with one possible value has no
     # lane and is still given a slot so that Python can send inputs in order.
@@ -90,19 +101,17 @@ def plan(layout: Layout) -> Schedule:
         readable.append((c.value_light[n.id], f"value:{n.name}"))
     read_batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
     init = max((run_tics(g.travel()) for g in layout.lanes), default=1) + INIT_EXTRA_TICS
-    # Tic numbering inside an inference: tic 0 runs the resets and input writes.
+    # Tic numbering inside an inference: tic 0 runs the pukes; the inference script waits
+    # one tic, then each phase parks, writes its doors, waits, releases and waits again.
     tic = 1
     writes = []
     for ph in phases:
-        if ph.index > 0:
-            for i in ph.lanes:
-                writes.append((tic, layout.lanes[i].lane.door_tag))
-            tic += ph.copy_tics
-        tic += ph.run_tics
-    for i in by_phase.get(0, []):
-        writes.append((0, layout.lanes[i].lane.door_tag))
+        for i in ph.lanes:
+            writes.append((tic, layout.lanes[i].lane.door_tag))
+        tic += ph.copy_tics + ph.run_tics
     sched = Schedule(phases, input_batches, read_batches,
-                     outputs if len(outputs) <= READ_SLOTS else [], init, tic, writes)
+                     outputs if len(outputs) <= READ_SLOTS else [], init, tic,
+                     speeds=speeds, writes=writes)
     return sched
 
 
@@ -132,19 +141,32 @@ class Bus:
         self.depth -= 1
         self._emit("}")
 
-    def write_input(self, door_tag: int, arg: str, what: str) -> None:
-        self._emit(f"Ceiling_MoveToValue({door_tag}, {P.PLANE_SPEED}, {arg}, 0);  // {what}")
+    def write_input(self, door_tag: int, speed: int, arg: str, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
 
     def reset_light(self, tag: int, value: int, what: str) -> None:
-        self._emit(f"Light_ChangeToValue({tag}, {value});  // {what}")
+        if value >= 0:
+            self._emit(f"Light_ChangeToValue({tag}, {value});  // {what}")
+        else:
+            # Light_ChangeToValue with a negative value takes the brightest neighbour's
+            # level instead (measured; tests/test_physics.py), so go through zero.
+            self._emit(f"Light_ChangeToValue({tag}, 0); Light_LowerByValue({tag}, {-value});"
+                       f"  // {what}")
 
-    def release(self, tid: int, x: float, y: float, z: int, what: str) -> None:
+    def park(self, tid: int, x: float, y: float, z: int, what: str) -> None:
         self._emit(f"SetActorPosition({tid}, {int(x) << 16}, {int(y) << 16}, {int(z) << 16}, 0);"
                    f"  // doll of {what} back to its lane start")
-        self._emit(f"SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);")
+        self._emit(f"SetActorVelocity({tid}, 0, 0, 0, FALSE, FALSE);")
 
-    def copy(self, door_tag: int, light_tag: int, what: str) -> None:
-        self._emit(f"Ceiling_MoveToValue({door_tag}, {P.PLANE_SPEED}, "
+    def release(self, tid: int, what: str) -> None:
+        self._emit(f"SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);"
+                   f"  // go, {what}")
+
+    def store(self, var: str, arg: str, what: str) -> None:
+        self._emit(f"{var} = {arg};  // {what}")
+
+    def copy(self, door_tag: int, speed: int, light_tag: int, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, "
                    f"GetSectorLightLevel({light_tag}), 0);  // {what}")
 
     def read(self, var: str, light_tag: int, what: str) -> None:
@@ -173,6 +195,9 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.lines.append(f"global int {k}:user{k};")
     b.lines.append(f"global int {READ_ACK_VAR}:read_ack;   // token of the last read batch")
     b.lines.append(f"global int {ACK_VAR}:ack;        // -1: ready; then the last inference done")
+    n_in = len(c.net.inputs)
+    if n_in:
+        b.lines.append("int " + ", ".join(f"in{k}" for k in range(n_in)) + ";  // inputs, as received")
     b.blank()
 
     b.open_script(f"script {SCRIPT_OPEN} OPEN")
@@ -185,34 +210,42 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     for k, batch in enumerate(sched.input_batches):
         args = ["a", "b", "c", "d"][:len(batch)]
         b.open_script(f"script {SCRIPT_INPUT_BASE + k} ({', '.join('int ' + a for a in args)})")
-        for arg, li in zip(args, batch):
+        for j, (arg, li) in enumerate(zip(args, batch)):
             if li < 0:
                 b.comment(f"input slot {arg}: a constant input, nothing to write")
                 continue
             g = layout.lanes[li]
-            b.write_input(g.lane.door_tag, arg, f"input {names[g.lane.node]} -> its door ceilings")
+            b.store(f"in{P.PUKE_ARGS * k + j}", arg, f"input {names[g.lane.node]}")
         b.close_script()
         b.blank()
 
     b.open_script(f"script {SCRIPT_INFER} (int seq)")
+    b.delay(1, "the input scripts started with this one have stored their arguments")
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in c.lights:
         b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
-    b.delay(1, "input scripts started with this one write their doors in this tic")
     for ph in sched.phases:
         b.blank()
-        if ph.index > 0:
-            b.comment(f"Phase {ph.index}: accumulators are final; copy them to the doors.")
-            for i in ph.lanes:
-                g = layout.lanes[i]
-                b.copy(g.lane.door_tag, g.lane.source[1], f"neuron {names[g.lane.node]}")
-            b.delay(ph.copy_tics, "door ceilings reach their values")
-        else:
-            b.comment("Phase 0: input dolls.")
+        # A doll resting against a door would block that door's ceiling from coming down,
+        # so the dolls go back to their pads before their doors move.
+        b.comment(f"Phase {ph.index}: dolls back to their pads, then "
+                  + ("the inputs to their doors." if ph.index == 0 else
+                     "the final accumulators to their doors."))
         for i in ph.lanes:
             g = layout.lanes[i]
             x, y, z = g.start
-            b.release(g.lane.tid, x, y, z, names[g.lane.node])
+            b.park(g.lane.tid, x, y, z, names[g.lane.node])
+        for i in ph.lanes:
+            g = layout.lanes[i]
+            speed = sched.speeds[i]
+            if ph.index == 0:
+                b.write_input(g.lane.door_tag, speed, f"in{g.lane.source[1]}",
+                              f"input {names[g.lane.node]}")
+            else:
+                b.copy(g.lane.door_tag, speed, g.lane.source[1], f"neuron {names[g.lane.node]}")
+        b.delay(ph.copy_tics, "door ceilings reach their values")
+        for i in ph.lanes:
+            b.release(layout.lanes[i].lane.tid, names[layout.lanes[i].lane.node])
         b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
     b.blank()
     if sched.output_slots:
