@@ -11,7 +11,8 @@ import random
 
 def mlp_text(seed: int, sizes: list[int], in_range=(0, 3), weight=3, bias=4,
              gates: tuple[str, ...] = ("relu",), name: str | None = None,
-             zero_fraction: float = 0.2, out_gate: str = "identity") -> str:
+             zero_fraction: float = 0.2, out_gate: str = "identity",
+             hidden_gate: str | None = None) -> str:
     """A dense MLP: sizes[0] inputs, hidden layers sizes[1:-1], sizes[-1] outputs."""
     rng = random.Random(seed)
     lo, hi = in_range
@@ -24,7 +25,9 @@ def mlp_text(seed: int, sizes: list[int], in_range=(0, 3), weight=3, bias=4,
         gate_kind = out_gate if last else rng.choice(gates)
         fan_in = sizes[k]
         reach = max(1, fan_in * weight * prev_hi // 3)
-        if gate_kind == "relu":
+        if hidden_gate is not None and not last:
+            gate, value_hi = hidden_gate, 7
+        elif gate_kind == "relu":
             s = rng.choice([1, 2, 3, 4, 5, 8])
             L = rng.randint(1, 7)
             gate, value_hi = f"relu(s={s}, max={L})", L

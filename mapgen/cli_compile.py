@@ -1,0 +1,28 @@
+"""`build.py compile FILE -o wads/x.wad`: a netlist (.dnet or .json) into a playable WAD."""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    from .cli_common import add_acc_option
+
+    p.add_argument("file", help=".dnet or .json netlist")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
+    p.add_argument("--title", help="map title shown by the engine (default: network name)")
+    p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here")
+    add_acc_option(p)
+
+
+def run(args) -> int:
+    from dsl.util import atomic_write
+
+    from .cli_common import compile_file, default_wad
+    from .compile import write_wad
+
+    net, cm = compile_file(args.file, args.acc, args.title)
+    out = args.output or default_wad(net.name)
+    write_wad(out, [cm])
+    if args.acs:
+        atomic_write(args.acs, cm.acs.encode())
+    print(f"{out}: compiled {args.file}")
+    print(cm.report())
+    return 0
