@@ -231,3 +231,25 @@ def lower(net: Netlist, first_tag: int = 1) -> Circuit:
     for k, lane in enumerate(lanes):
         lane.tid = 1000 + k
     return circuit
+
+
+def simulate(circuit: Circuit, x) -> dict[int, int]:
+    """What the map computes, without the engine: every light's level after an inference.
+
+    Dolls pass exactly the doors whose threshold their plane value reaches; each passed
+    door adds its amounts. Used by tests to check the lowering against the reference, so
+    that engine tests only have the physics left to prove.
+    """
+    level = {l.tag: l.reset for l in circuit.lights}
+    for phase in range(circuit.n_phases):
+        for lane in circuit.lanes:
+            if lane.phase != phase:
+                continue
+            kind, src = lane.source
+            value = int(x[src]) if kind == "input" else level[src]
+            for door in lane.doors:
+                if value < door.threshold:
+                    break
+                for tag, amount in door.adds:
+                    level[tag] += amount
+    return level

@@ -1,0 +1,95 @@
+"""The lowering pass, without the engine: circuits compute exactly what the reference does."""
+import glob
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from dsl import load
+from dsl.ir import Lut, Relu, Step
+from dsl.lower import lower_products
+from dsl.random_net import mlp
+from dsl.reference import evaluate
+from mapgen.circuit import lower, simulate, staircase
+
+CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
+            if "spike" not in p]
+
+
+def _check(net, xs):
+    c = lower(net)
+    low = c.net
+    res = evaluate(low, xs)
+    for b, x in enumerate(xs):
+        levels = simulate(c, x)
+        for n in low.nodes:
+            assert levels[c.value_light[n.id]] == res.value[b, 0, n.id], n.name
+            if n.id in c.acc_light:
+                assert levels[c.acc_light[n.id]] == res.acc[b, 0, n.id], n.name
+    # Every light stays inside its proven bounds at the end (bounds cover partial sums too).
+        for light in c.lights:
+            assert light.lo <= levels[light.tag] <= light.hi
+
+
+def _inputs(net, n, seed):
+    rng = np.random.default_rng(seed)
+    r = net.input_ranges()
+    xs = [[lo for lo, _ in r], [hi for _, hi in r]]
+    xs += [[int(rng.integers(lo, hi + 1)) for lo, hi in r] for _ in range(n)]
+    return xs
+
+
+@pytest.mark.parametrize("path", CIRCUITS, ids=os.path.basename)
+def test_circuits_lower_exactly(path):
+    net = load(path)
+    _check(net, _inputs(net, 40, 3))
+
+
+def test_product_lowering_is_exact_everywhere():
+    from dsl.parser import parse
+
+    net = parse("input a : -7..9\ninput b : -5..6\nneuron p : product(a, b)\noutput p", "p.dnet")
+    low = lower_products(net)
+    xs = [[a, b] for a in range(-7, 10) for b in range(-5, 7)]
+    assert evaluate(low, xs).last_outputs()[:, 0].tolist() == [a * b for a, b in xs]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.lists(st.integers(1, 6), min_size=2, max_size=4),
+       st.sampled_from([(0, 1), (0, 3), (-3, 3), (-2, 7)]),
+       st.sampled_from([("relu",), ("step",), ("lut",), ("relu", "step", "lut", "identity")]),
+       st.sampled_from(["identity", "relu", "lut", "step"]))
+def test_random_networks_lower_exactly(seed, sizes, in_range, gates, out_gate):
+    net = mlp(seed, sizes, in_range=in_range, gates=gates, out_gate=out_gate)
+    _check(net, _inputs(net, 10, seed))
+
+
+@pytest.mark.parametrize("gate,lo,hi", [
+    (Relu(4, 7), -50, 43), (Relu(1, 3), 2, 9), (Relu(3, 5), -9, -1),
+    (Step(2), -3, 5), (Step(-4), -3, 5), (Lut(-2, (5, 0, 0, 7, 1)), -6, 6),
+])
+def test_staircase_matches_gate(gate, lo, hi):
+    from dsl.reference import gate_value
+
+    base, doors = staircase(gate, lo, hi)
+    thresholds = [t for t, _ in doors]
+    assert thresholds == sorted(set(thresholds))
+    for v in range(lo, hi + 1):
+        assert base + sum(d for t, d in doors if v >= t) == gate_value(gate, v)
+
+
+def test_identity_neurons_have_no_lane_and_compose_weights():
+    from dsl.parser import parse
+
+    net = parse("input x[2] : 0..3\nneuron i : identity = 2*x[0] - x[1] + 1\n"
+                "neuron r : relu(s=1, max=20) = 3*i + 2\noutput r", "id.dnet")
+    c = lower(net)
+    lane_nodes = {c.net.nodes[l.node].name for l in c.lanes}
+    assert lane_nodes == {"x[0]", "x[1]", "r"}
+    r_acc = c.acc_light[c.net.by_name("r").id]
+    x0 = next(l for l in c.lanes if c.net.nodes[l.node].name == "x[0]")
+    assert dict(x0.doors[0].adds)[r_acc] == 6        # 3 * 2
+    assert c.light(r_acc).reset == 3 * 1 + 2         # 3 * bias(i) + bias(r)
