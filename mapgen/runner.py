@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Netlist
+from dsl.ir import Identity, Netlist
 
 from .engine import Engine, EngineError
 
@@ -107,7 +107,8 @@ def reference_labels(net: Netlist, lowered: Netlist, x) -> dict[str, int]:
     out = {}
     for n in lowered.nodes:
         out[f"value:{n.name}"] = int(res.value[0, 0, n.id])
-        if not n.is_input:
+        # An identity neuron's accumulator is its value: one light, one label.
+        if not n.is_input and not isinstance(n.gate, Identity):
             out[f"acc:{n.name}"] = int(res.acc[0, 0, n.id])
     return out
 
