@@ -103,6 +103,17 @@ def staircase(gate, lo: int, hi: int) -> tuple[int, list[tuple[int, int]]]:
     raise TypeError(gate)
 
 
+def _door_count(gate, lo: int, hi: int) -> int:
+    """An upper bound on a staircase's doors, without building it."""
+    if isinstance(gate, Relu):
+        return min(gate.L, max(0, hi // gate.s - lo // gate.s))
+    if isinstance(gate, Step):
+        return 1
+    if isinstance(gate, Lut):
+        return max(0, min(hi, gate.hi) - max(lo, gate.lo))
+    return hi - lo
+
+
 def lower(net: Netlist, first_tag: int = 1) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic)."""
     net = lower_products(net)
@@ -179,6 +190,12 @@ def lower(net: Netlist, first_tag: int = 1) -> Circuit:
             plo, phi = a.lo, a.hi
             phase = 1 + max((phase_of[r] for r in expand[n.id]), default=0)
             source = ("light", acc_light[n.id])
+        if _door_count(n.gate, plo, phi) > P.MAX_DOORS:
+            bad.append(Diagnostic(n.pos, f"'{n.name}' needs a lane of more than {P.MAX_DOORS} "
+                                         f"doors (values {plo}..{phi})",
+                                  "narrow its range: smaller input ranges, a requantising relu "
+                                  "(s > 1) or a smaller max"))
+            continue
         base, steps = staircase(n.gate, plo, phi)
         base_of[n.id] = base
         phase_of[n.id] = phase

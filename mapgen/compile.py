@@ -12,7 +12,7 @@ from dsl.ir import Netlist
 from .checks import run_all
 from .circuit import Circuit, lower
 from .layout import Layout, build_layout
-from .program import Schedule, acs_source, manifest, plan
+from .program import Schedule, acs_source, bus_violations, manifest, plan
 
 MANIFEST_LUMP = "VNETINFO"
 
@@ -42,6 +42,9 @@ def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "
     run_all(layout, sched)
     textmap = layout.model.textmap()
     source = acs_source(layout, sched, title)
+    bad = bus_violations(source)
+    if bad:  # the rule of the machine: ACS moves values, it never computes on them
+        raise AssertionError(f"generated ACS line {bad[0][0]} is not a bus operation: {bad[0][1]}")
     behavior = compile_acs(source, f"{net.name}.acs", acc)
     return CompiledMap(map_name, title, circuit, layout, sched, textmap, source, behavior,
                        manifest(layout, sched, title))

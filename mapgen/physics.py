@@ -29,15 +29,16 @@ PLANE_SPEED_LIMIT = 2**18
 
 def plane_speed(span: int, max_height: int) -> tuple[int, int]:
     """(speed, tics) for moves of up to `span` units on a plane within +-max_height."""
-    ceiling = PLANE_SPEED_LIMIT - 8 * (max_height + 1) - 64
-    if ceiling < 8:
-        raise ValueError(f"plane heights of +-{max_height} leave no room for a mover")
+    # Heights beyond the plane range are reported by checks.check_planes; give them the
+    # slowest mover rather than fail here.
+    ceiling = max(8, PLANE_SPEED_LIMIT - 8 * (max_height + 1) - 64)
     want = 8 * max(span, 1)
     speed = min(want, ceiling)
     tics = -(-max(span, 1) * 8 // speed)
     return speed, tics
 
 # --- lanes -----------------------------------------------------------------------------
+MAX_DOORS = 1000          # a lane of more doors cannot fit the map's 65536 units anyway
 LANE_WIDTH = 48           # corridor width: the 32-unit doll plus 8 units each side
 LANE_GAP = 16             # void between neighbouring lanes
 DOOR_DEPTH = 16           # a door sector, along the lane

@@ -284,3 +284,36 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "read_batches": [{"script": SCRIPT_READ_BASE + k, "labels": [lab for _, lab in batch]}
                          for k, batch in enumerate(sched.read_batches)],
     }
+
+
+# Every statement the generated ACS may contain: the bus operations with constant operands,
+# the value being moved as a script argument, a map variable or a light level. Nothing
+# else, in particular no operator applied to a neuron value.
+_INT = r"-?\d+"
+_BUS_FORMS = [
+    rf"Ceiling_MoveToValue\({_INT}, {_INT}, (in\d+|GetSectorLightLevel\({_INT}\)), 0\);",
+    rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
+    rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
+    rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
+    rf"user\d+ = GetSectorLightLevel\({_INT}\);",
+    r"in\d+ = [abcd];",
+    rf"Delay\({_INT}\);",
+    r"ack = (-1|seq);",
+    r"read_ack = token;",
+    r"script \d+ (OPEN|\((int \w+(, int \w+)*)?\))",
+    r"[{}]",
+    r'#include "zcommon.acs"',
+    r"global int \d+:\w+;",
+    r"int in\d+(, in\d+)*;",
+]
+_BUS_RE = [__import__("re").compile(f"^{f}$") for f in _BUS_FORMS]
+
+
+def bus_violations(source: str) -> list[tuple[int, str]]:
+    """Lines of generated ACS that are not bus operations: (line number, text)."""
+    bad = []
+    for k, raw in enumerate(source.splitlines(), 1):
+        line = raw.split("//", 1)[0].strip()
+        if line and not any(r.match(line) for r in _BUS_RE):
+            bad.append((k, raw.strip()))
+    return bad

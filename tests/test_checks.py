@@ -1,0 +1,107 @@
+"""Each static check, fired on purpose by a map that breaks it (and nothing is written)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from dsl.diagnostics import CompileError
+from dsl.parser import parse
+from mapgen import checks
+from mapgen.circuit import lower
+from mapgen.compile import compile_netlist
+from mapgen.layout import build_layout
+from mapgen.program import plan
+
+
+def _layout(src):
+    lay = build_layout(lower(parse(src, "bad.dnet")))
+    return lay, plan(lay)
+
+
+GOOD = "input x[2] : 0..3\nneuron h : relu(s=2, max=3) = x[0] - x[1] + 4\nneuron o : identity = 3*h\noutput o"
+
+
+def test_good_map_passes_every_check():
+    lay, sched = _layout(GOOD)
+    checks.run_all(lay, sched)
+
+
+def test_light_overflow_names_the_neuron():
+    with pytest.raises(CompileError) as ei:
+        compile_netlist(parse("input x[2] : 0..100\nneuron big : identity = 300*x[0] + 90*x[1]\n"
+                              "output big", "bad.dnet"))
+    msg = str(ei.value)
+    assert "bad.dnet:2:8: error: the acc light of 'big' can reach 0..39000" in msg
+    assert "hint:" in msg
+
+
+def test_plane_range():
+    with pytest.raises(CompileError) as ei:
+        compile_netlist(parse("input x : 0..1\nneuron s : step(t=-32760) = -32767*x\noutput s",
+                              "bad.dnet"))
+    assert "bad.dnet:2:8: error: the doors of 's' need plane heights -32816.." in str(ei.value)
+
+
+def test_lane_door_budget():
+    with pytest.raises(CompileError) as ei:
+        compile_netlist(parse("input x : -30000..0\nneuron o : identity = x\noutput o", "w.dnet"))
+    assert "w.dnet:1:7: error: 'x' needs a lane of more than 1000 doors" in str(ei.value)
+
+
+def test_geometry_rise_and_short_landing():
+    lay, sched = _layout(GOOD)
+    g = lay.lanes[-1]
+    door = next(s for s in g.segments if s.kind == "door")
+    door.floor += 30
+    landing = next(s for s in g.segments if s.kind == "landing")
+    landing.x1 = landing.x0 + 20
+    msgs = [d.message for d in checks.check_geometry(lay)]
+    assert any("a rise of" in m and "more than the doll's 24-unit step" in m for m in msgs)
+    assert any("landing 0 is 20 units long" in m for m in msgs)
+    assert any("the floor drops" in m for m in msgs)
+
+
+def test_two_moves_on_one_plane_in_one_tic():
+    lay, sched = _layout(GOOD)
+    sched.writes.append(sched.writes[0])
+    msgs = [d.message for d in checks.check_schedule(lay, sched)]
+    assert any("two plane moves for the doors of" in m and "drops the second one silently" in m
+               for m in msgs)
+
+
+def test_phase_too_short_for_its_dolls():
+    lay, sched = _layout(GOOD)
+    sched.phases[-1].run_tics = 2
+    msgs = [d.message for d in checks.check_schedule(lay, sched)]
+    assert any("could still be in a door when that door moves" in m for m in msgs)
+
+
+def test_map_extent(monkeypatch):
+    from mapgen import physics
+
+    monkeypatch.setattr(physics, "COORD_MAX", 1000)
+    with pytest.raises(CompileError) as ei:
+        compile_netlist(parse(GOOD, "wide.dnet"))
+    assert "wide.dnet: error: the map spans x 0..1024" in str(ei.value)
+    assert "outside the engine's -32768..1000" in str(ei.value) and "tiles" in str(ei.value)
+
+
+def test_doll_budget(monkeypatch):
+    monkeypatch.setattr(checks, "MAX_DOLLS", 2)
+    lay, sched = _layout(GOOD)
+    msgs = [d.message for d in checks.check_budgets(lay)]
+    assert msgs == ["3 dolls in one map; the budget is 2"]
+
+
+def test_cli_compile_refuses_and_writes_nothing(tmp_path):
+    bad = tmp_path / "big.dnet"
+    bad.write_text("input x[2] : 0..100\nneuron big : identity = 300*x[0] + 90*x[1]\noutput big\n")
+    out = tmp_path / "big.wad"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "compile", str(bad),
+                        "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "big.dnet:2:8: error: the acc light of 'big'" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists() and os.listdir(tmp_path) == ["big.dnet"]

@@ -1,0 +1,46 @@
+"""The generated ACS is only the bus and the clock, and it compiles and reads well."""
+import glob
+import os
+
+import pytest
+
+from conftest import ROOT
+from dsl import load
+from mapgen.compile import compile_netlist
+from mapgen.program import bus_violations
+
+CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
+            if "spike" not in p and "mnist" not in p]
+
+
+@pytest.mark.parametrize("path", CIRCUITS, ids=os.path.basename)
+def test_generated_acs_only_moves_values(path):
+    cm = compile_netlist(load(path))
+    assert bus_violations(cm.acs) == []
+    # Every light is reset, every lane is parked and released, every door written once.
+    c = cm.circuit
+    for light in c.lights:
+        assert f"Light_ChangeToValue({light.tag}, " in cm.acs
+    for lane in c.lanes:
+        assert cm.acs.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
+        assert cm.acs.count(f"SetActorPosition({lane.tid}, ") == 1
+
+
+@pytest.mark.parametrize("line", [
+    "user1 = GetSectorLightLevel(3) + 1;",
+    "Ceiling_MoveToValue(4, 8, GetSectorLightLevel(3) * 2, 0);",
+    "if (GetSectorLightLevel(3) > 0) user1 = 1;",
+    "Light_RaiseByValue(3, GetSectorLightLevel(4));",
+    "in0 = a / 2;",
+    "ack = seq + 1;",
+])
+def test_computing_on_values_is_caught(line):
+    src = 'script 2 (int seq)\n{\n    ' + line + "\n}\n"
+    assert bus_violations(src) == [(3, line)]
+
+
+def test_acs_is_commented_and_indented():
+    cm = compile_netlist(load(os.path.join(ROOT, "circuits", "xor.dnet")))
+    assert "// neuron h_or" in cm.acs or "neuron h_or" in cm.acs
+    assert "    Light_ChangeToValue(" in cm.acs
+    assert cm.acs.startswith("// xor: a neural network compiled into a Doom map")
