@@ -2,7 +2,10 @@
 
 A lane is a corridor of rectangular sectors, all of them conveyors:
 
-    | pad | door 1 | landing 1 (weighted lines) | [ramp] | door 2 | landing 2 | ... | end |
+    | spawn | pad | door 1 | landing 1 (weighted lines) | [ramp] | door 2 | ... | end |
+
+The spawn strip carries a new doll over its Thing_ChangeTID line; the pad is the one sector
+that does not carry: dolls rest there between rides at no cost to the engine.
 
 Door k's floor is at threshold_k - 56 and its ceiling is the lane's value v (set by ACS),
 so its headroom v - threshold_k + 56 lets the 56-unit doll through iff v >= threshold_k.
@@ -68,8 +71,10 @@ def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
     g = LaneGeometry(lane, x0, y0)
     floors = [d.threshold - P.DOLL_HEIGHT for d in lane.doors]
     x = x0
-    g.segments.append(Segment(x, x + P.PAD_LENGTH, floors[0], "pad"))
+    g.segments.append(Segment(x, x + P.SPAWN_LENGTH, floors[0], "spawn"))
     g.lines.append((x0 + P.TID_LINE_OFFSET, P.SPECIAL["Thing_ChangeTID"], 0, lane.tid))
+    x += P.SPAWN_LENGTH
+    g.segments.append(Segment(x, x + P.PAD_LENGTH, floors[0], "pad"))
     x += P.PAD_LENGTH
     for k, door in enumerate(lane.doors):
         f = floors[k]
@@ -126,7 +131,7 @@ def build_layout(circuit: Circuit, title: str = "") -> Layout:
         col_width = max(col_width, g.length)
         geoms.append(g)
     for g in geoms:
-        _emit_lane(m, g, conveyor)
+        emit_lane(m, g, conveyor)
 
     # -- the hall of lights, below the lanes --------------------------------------------------
     tile, gap = 48, 16
@@ -179,7 +184,7 @@ def build_layout(circuit: Circuit, title: str = "") -> Layout:
     return Layout(circuit, m, geoms, tiles, conveyor, player)
 
 
-def _emit_lane(m: MapModel, g: LaneGeometry, conveyor: int) -> None:
+def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int) -> None:
     y0, y1 = g.y0, g.y0 + P.LANE_WIDTH
     secs = []
     for s in g.segments:
@@ -187,6 +192,10 @@ def _emit_lane(m: MapModel, g: LaneGeometry, conveyor: int) -> None:
             sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
                          floor_tex="FLAT5_1", ceil_tex="FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
+        elif s.kind == "pad":
+            sec = Sector(s.floor, s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA, 160,
+                         floor_tex="FLAT19", ceil_tex=CEIL,
+                         comment=f"pad of {g.lane.node}: dolls rest here between rides")
         else:
             sec = Sector(s.floor, s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA, 160, tag=conveyor,
                          floor_tex=FLOOR if s.kind != "landing" else "FLAT1", ceil_tex=CEIL)

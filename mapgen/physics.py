@@ -50,11 +50,15 @@ LINE_SPACING = 2          # between weighted lines (1 was measured exact as well
 # beyond it (measured: a door followed at once by a step is judged against the step).
 LANDING_CLEAR = 40
 RAMP_STEP_LENGTH = 32     # one stair of a ramp between doors whose floors differ by > 24
-PAD_LENGTH = 112          # where a doll waits and is teleported to
+SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
+PAD_LENGTH = 64           # where a doll waits between rides: not a conveyor, so a parked
+                          # doll has no velocity and costs the engine almost nothing
 END_LENGTH = 64           # after the last door: the doll stops against the end wall
 SPAWN_OFFSET = 24         # doll spawn point from the pad start (centre)
 TID_LINE_OFFSET = 48      # the Thing_ChangeTID line that names the doll
-START_OFFSET = 72         # where a reset teleports the doll (past the TID line)
+# Where a doll is parked: its whole box on the pad. A box that still touches the spawn
+# strip is carried by it (measured: a doll parked 8 units over the strip crept into its lane).
+START_OFFSET = SPAWN_LENGTH + PAD_LENGTH // 2
 HEADROOM_EXTRA = 16       # static ceilings sit DOLL_HEIGHT + this above their floor
 
 # --- conveyors -----------------------------------------------------------------------------

@@ -35,7 +35,7 @@ ACK_VAR = 60
 READ_ACK_VAR = 59
 READ_SLOTS = 58
 SETTLE_TICS = 3        # after the slowest doll of a phase could have stopped
-INIT_EXTRA_TICS = 24   # the first ride starts from rest: room to accelerate
+INIT_TICS = 24         # a new doll rides from rest over its naming line well within this
 
 
 @dataclass
@@ -100,7 +100,7 @@ def plan(layout: Layout) -> Schedule:
             readable.append((c.acc_light[n.id], f"acc:{n.name}"))
         readable.append((c.value_light[n.id], f"value:{n.name}"))
     read_batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
-    init = max((run_tics(g.travel()) for g in layout.lanes), default=1) + INIT_EXTRA_TICS
+    init = INIT_TICS
     # Tic numbering inside an inference: tic 0 runs the pukes; the inference script waits
     # one tic, then each phase parks, writes its doors, waits, releases and waits again.
     tic = 1
@@ -201,8 +201,12 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.blank()
 
     b.open_script(f"script {SCRIPT_OPEN} OPEN")
-    b.comment("The dolls' first ride names them (Thing_ChangeTID lines on their pads).")
-    b.delay(sched.init_tics, "let every doll finish its first ride")
+    b.comment("Each doll is named by the Thing_ChangeTID line it rides over after spawning;\n"
+              "then every doll waits on its pad, the invariant between inferences.")
+    b.delay(sched.init_tics, "every doll has crossed its naming line")
+    for g in layout.lanes:
+        x, y, z = g.start
+        b.park(g.lane.tid, x, y, z, names[g.lane.node])
     b.ack("ack", "-1")
     b.close_script()
     b.blank()
@@ -226,15 +230,10 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        # A doll resting against a door would block that door's ceiling from coming down,
-        # so the dolls go back to their pads before their doors move.
-        b.comment(f"Phase {ph.index}: dolls back to their pads, then "
-                  + ("the inputs to their doors." if ph.index == 0 else
-                     "the final accumulators to their doors."))
-        for i in ph.lanes:
-            g = layout.lanes[i]
-            x, y, z = g.start
-            b.park(g.lane.tid, x, y, z, names[g.lane.node])
+        # Every doll waits on its pad, away from its doors: a doll resting against a door
+        # would block that door's ceiling from coming down.
+        b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
+                                          "the final accumulators to their doors."))
         for i in ph.lanes:
             g = layout.lanes[i]
             speed = sched.speeds[i]
@@ -247,6 +246,10 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         for i in ph.lanes:
             b.release(layout.lanes[i].lane.tid, names[layout.lanes[i].lane.node])
         b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
+        for i in ph.lanes:
+            g = layout.lanes[i]
+            x, y, z = g.start
+            b.park(g.lane.tid, x, y, z, names[g.lane.node])
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")

@@ -77,7 +77,8 @@ def render(layout: Layout, values: dict[int, int] | None = None, inputs=None,
             if s.kind == "door":
                 fill = DOOR_OPEN if s.door < n_passed else DOOR
             else:
-                fill = {"pad": PAD, "landing": LANDING, "ramp": RAMP, "end": END}[s.kind]
+                fill = {"spawn": END, "pad": PAD, "landing": LANDING, "ramp": RAMP,
+                        "end": END}[s.kind]
             rect(s.x0, ya, s.x1, yb, fill)
         for x, special, a0, a1 in g.lines:
             if special == P.SPECIAL["Thing_ChangeTID"]:

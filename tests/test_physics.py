@@ -11,47 +11,29 @@ def _player(m):
     m.things.append(Thing(-1024 + 128, -1024 + 128, 1))
 
 
-def _lane(m, x0, y0, floors, door_ceiling, conveyor_tag, door_tag, line_specials=()):
-    """A one-lane corridor: pad, then one door per floor (ceiling at door_ceiling), each
-    followed by a landing holding `line_specials` (special, arg0, arg1) lines."""
-    from mapgen.layout import Segment
-    W = P.LANE_WIDTH
-    x = x0
-    segs = [(x, x + P.PAD_LENGTH, floors[0], "pad")]
-    x += P.PAD_LENGTH
-    lines = []
-    for f in floors:
-        segs.append((x, x + P.DOOR_DEPTH, f, "door"))
-        x += P.DOOR_DEPTH
-        lx = x + P.LINE_LEAD
-        for sp in line_specials:
-            lines.append((lx, sp))
-            lx += P.LINE_SPACING
-        n = max(1, len(line_specials))
-        length = P.LINE_LEAD + (n - 1) * P.LINE_SPACING + P.LANDING_CLEAR
-        segs.append((x, x + length, f, "landing"))
-        x += length
-    segs.append((x, x + P.END_LENGTH, floors[-1], "end"))
-    secs = []
-    for a, b, f, kind in segs:
-        if kind == "door":
-            secs.append(m.sector(Sector(f, door_ceiling, 160, tag=door_tag, more_tags=(conveyor_tag,))))
-        else:
-            secs.append(m.sector(Sector(f, f + 72, 160, tag=conveyor_tag)))
-    y1 = y0 + W
-    m.wall((x0, y0), (x0, y1), secs[0])
-    for k, (a, b, f, kind) in enumerate(segs):
-        m.wall((a, y1), (b, y1), secs[k])
-        m.wall((b, y0), (a, y0), secs[k])
-        if k + 1 < len(segs):
-            m.portal((b, y0), (b, y1), secs[k + 1], secs[k])
-    m.wall((segs[-1][1], y1), (segs[-1][1], y0), secs[-1])
-    for lx, (special, a0, a1) in lines:
-        sec = next(secs[k] for k, (a, b, f, kind) in enumerate(segs) if a < lx < b)
-        m.portal((lx, y0 + 2), (lx, y1 - 2), sec, sec, tex="-", special=special, args=(a0, a1),
-                 flags=("playercross", "repeatspecial"))
-    m.things.append(Thing(x0 + P.SPAWN_OFFSET, y0 + W / 2, 1))
-    return segs
+def _lane(m, doors, conveyor_tag=9, door_tag=8, tid=77):
+    """One lane built by the real layout code: doors is [(threshold, [(light tag, amount)])]."""
+    from mapgen.circuit import Door, Lane
+    from mapgen.layout import emit_lane, lane_geometry
+    lane = Lane(0, 0, [Door(t, 1, adds) for t, adds in doors], 0, 0, 0, ("input", 0),
+                door_tag=door_tag, tid=tid)
+    g = lane_geometry(lane, 0, 0)
+    emit_lane(m, g, conveyor_tag)
+    x, y, _ = g.spawn
+    m.things.append(Thing(x, y, 1))
+    return g
+
+
+def _ride(g, tid=77, pre="", delay=40):
+    """ACS for one ride: park the doll, `pre`, release it, wait `delay` tics."""
+    x, y, z = g.start
+    return f"""
+        SetActorPosition({tid}, {int(x) << 16}, {int(y) << 16}, {z << 16}, 0);
+        SetActorVelocity({tid}, 0, 0, 0, FALSE, FALSE);
+        {pre}
+        Delay(1);
+        SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);
+        Delay({delay});"""
 
 
 def _conveyor(m, tag, x=-2000, y=-2000, speed=P.DOLL_SPEED):
@@ -72,49 +54,35 @@ def test_door_threshold_is_exactly_the_doll_height(tmp_path, headroom, passes):
     """A doll passes a door iff ceiling - floor >= 56 (P.DOLL_HEIGHT)."""
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
-    _lane(m, 0, 0, [-100], -100 + headroom, conveyor_tag=9, door_tag=8,
-          line_specials=[(P.SPECIAL["Light_RaiseByValue"], 50, 1)])
+    g = _lane(m, [(100, [(50, 1)])])
     _conveyor(m, 9)
     _player(m)
-    with start(tmp_path, m, "script 1 OPEN { Delay(60); g1 = GetSectorLightLevel(50); g2 = 1; }") as e:
-        e.advance(65)
+    floor = 100 - P.DOLL_HEIGHT
+    speed = P.plane_speed(200, 200)[0]
+    acs = ("script 1 OPEN { Delay(30);" + _ride(g, pre=f"Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {speed}, {floor + headroom}, 0);")
+           + " g1 = GetSectorLightLevel(50); g2 = 1; }")
+    with start(tmp_path, m, acs) as e:
+        e.advance(80)
         assert e.user(2) == 1
         assert e.user(1) == passes
     assert P.DOLL_HEIGHT == 56
 
 
 def test_staircase_relu_counts_doors(tmp_path):
-    """Doors with floors t*s - 56 and ceiling v: the doll climbs min(max(v // s, 0), L)
+    """Doors at thresholds t*s with every ceiling at v: the doll climbs min(max(v // s, 0), L)
     doors; measured for every v over the whole range at speed P.DOLL_SPEED."""
     s, L = 3, 5
-    floors = [t * s - P.DOLL_HEIGHT for t in range(1, L + 1)]
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
-    segs = _lane(m, 0, 0, floors, 0, conveyor_tag=9, door_tag=8,
-                 line_specials=[(P.SPECIAL["Light_RaiseByValue"], 50, 1)])
+    g = _lane(m, [(t * s, [(50, 1)]) for t in range(1, L + 1)])
     _conveyor(m, 9)
     _player(m)
-    # The doll has no TID yet: it crosses no Thing_ChangeTID line. Name it from ACS by
-    # its spawn spot instead: give the lane a TID line on the pad.
-    tid_x = P.TID_LINE_OFFSET
-    pad = m.sectors.index(next(sec for sec in m.sectors if sec.tag == 9))
-    m.portal((tid_x, 2), (tid_x, P.LANE_WIDTH - 2), pad, pad, tex="-",
-             special=P.SPECIAL["Thing_ChangeTID"], args=(0, 77), flags=("playercross",))
-    sx, sy = P.START_OFFSET, P.LANE_WIDTH // 2
-    acs = f"""
-    script 2 (int v) {{
-        SetActorPosition(77, {sx << 16}, {sy << 16}, {floors[0] << 16}, 0);
-        SetActorVelocity(77, 0, 0, 0, FALSE, FALSE);
-        Light_ChangeToValue(50, 0);
-        Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, v, 0);
-        Delay(1);
-        SetActorVelocity(77, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);
-        Delay(40);
-        g1 = GetSectorLightLevel(50);
-        g2 = v;
-    }}"""
+    speed = P.plane_speed(200, 100)[0]
+    acs = ("script 2 (int v) {" + _ride(g, pre=f"Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {speed}, v, 0);") + " g1 = GetSectorLightLevel(50); g2 = v; }")
     with start(tmp_path, m, acs) as e:
-        e.advance(60)
+        e.advance(30)
         for v in list(range(-4, L * s + 5)) + [3, -4, 16, 0]:
             e.puke(2, v)
             e.advance(45)
@@ -216,32 +184,42 @@ def test_fast_doll_crosses_every_line_and_finishes_in_time(tmp_path, n_lines):
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
     levels = 12
-    floors = [t * 2 - P.DOLL_HEIGHT for t in range(1, levels + 1)]
-    segs = _lane(m, 0, 0, floors, 1000, conveyor_tag=9, door_tag=8,
-                 line_specials=[(P.SPECIAL["Light_RaiseByValue"], 50, 1)] * n_lines)
+    g = _lane(m, [(2 * t, [(50, 1)] * n_lines) for t in range(1, levels + 1)])
     _conveyor(m, 9)
-    pad = m.sectors.index(next(sec for sec in m.sectors if sec.tag == 9))
-    m.portal((P.TID_LINE_OFFSET, 2), (P.TID_LINE_OFFSET, P.LANE_WIDTH - 2), pad, pad, tex="-",
-             special=P.SPECIAL["Thing_ChangeTID"], args=(0, 77), flags=("playercross",))
     _player(m)
-    travel = segs[-1][1] - P.DOLL_RADIUS - P.START_OFFSET
-    budget = run_tics(travel)
-    acs = f"""
-    script 2 (void) {{
-        SetActorPosition(77, {P.START_OFFSET << 16}, {(P.LANE_WIDTH // 2) << 16}, {floors[0] << 16}, 0);
-        SetActorVelocity(77, 0, 0, 0, FALSE, FALSE);
-        Light_ChangeToValue(50, 0);
-        Delay(1);
-        SetActorVelocity(77, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);
-        Delay({budget});
-        g1 = GetSectorLightLevel(50);
-        g2 = GetActorX(77) >> 16;
-    }}"""
+    budget = run_tics(g.travel())
+    acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, 1000, 0);", delay=budget)
+           + " g1 = GetSectorLightLevel(50); g2 = GetActorX(77) >> 16; }")
+    end = g.segments[-1].x1
     with start(tmp_path, m, acs) as e:
-        e.advance(200)
+        e.advance(30)
         for _ in range(2):
             e.puke(2)
             e.advance(budget + 3)
             assert e.user(1) == levels * n_lines
             # resting against the end wall (a blocked doll stops within a unit of it)
-            assert segs[-1][1] - P.DOLL_RADIUS - 2 <= e.user(2) <= segs[-1][1] - P.DOLL_RADIUS
+            assert end - P.DOLL_RADIUS - 2 <= e.user(2) <= end - P.DOLL_RADIUS
+
+
+def test_parked_doll_stays_put(tmp_path):
+    """A doll parked on its pad (not a conveyor) does not move, even with its door open."""
+    m = MapModel()
+    _light_tile(m, 3000, 3000, 50)
+    g = _lane(m, [(2, [(50, 1)])])
+    _conveyor(m, 9)
+    _player(m)
+    x, y, z = g.start
+    acs = f"""script 2 (void) {{
+        Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, 1000, 0);
+        Light_ChangeToValue(50, 0);
+        SetActorPosition(77, {int(x) << 16}, {int(y) << 16}, {z << 16}, 0);
+        SetActorVelocity(77, 0, 0, 0, FALSE, FALSE);
+        Delay(60);
+        g1 = GetSectorLightLevel(50); g2 = GetActorX(77) >> 16; g3 = 1;
+    }}"""
+    with start(tmp_path, m, acs) as e:
+        e.advance(30)
+        e.puke(2)
+        e.advance(65)
+        assert e.users()[:3] == [0, int(x), 1]

@@ -23,7 +23,7 @@ def test_generated_acs_only_moves_values(path):
         assert f"Light_ChangeToValue({light.tag}, " in cm.acs
     for lane in c.lanes:
         assert cm.acs.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
-        assert cm.acs.count(f"SetActorPosition({lane.tid}, ") == 1
+        assert cm.acs.count(f"SetActorPosition({lane.tid}, ") == 2  # parked at load and after its ride
 
 
 @pytest.mark.parametrize("line", [
