@@ -230,8 +230,8 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        # Every doll waits on its pad, away from its doors: a doll resting against a door
-        # would block that door's ceiling from coming down.
+        # Every doll waits on its pad, away from its doors: a doll inside a door sector
+        # would stop that door's ceiling from moving.
         b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
                                           "the final accumulators to their doors."))
         for i in ph.lanes:

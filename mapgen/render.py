@@ -61,6 +61,12 @@ def render(layout: Layout, values: dict[int, int] | None = None, inputs=None,
         else:
             fill = (90, 90, 110) if light.role == "acc" else (110, 100, 70)
         rect(a, b, c, e, fill, outline=(20, 20, 20))
+        if scale >= 0.5:
+            (tx, ty) = pt(a, e)
+            label = names[light.node] + ("" if light.role == "value" else " acc")
+            if values is not None and tag in values:
+                label += f" = {values[tag]}"
+            d.text((tx, ty + 2), label, fill=(210, 210, 210), font=_font(max(9, int(11 * scale))))
     # Lanes.
     passed: dict[int, int] = {}
     if values is not None:
@@ -99,6 +105,14 @@ def render(layout: Layout, values: dict[int, int] | None = None, inputs=None,
             d.text((max(0, tx - 60 * scale), ty), names[g.lane.node], fill=(200, 200, 200),
                    font=_font(max(8, int(14 * scale * 2))))
     d.text((8, 6), title or layout.circuit.net.name, fill=(230, 230, 230), font=_font(16))
+    legend = [(DOOR_OPEN, "door passed"), (DOOR, "door closed"), (PLUS, "line +w"),
+              (MINUS, "line -w"), (DOLL, "doll")] if values is not None else \
+        [(DOOR, "door"), (PLUS, "line +w"), (MINUS, "line -w"), (DOLL, "doll")]
+    lx = 8 + 10 * len(title or layout.circuit.net.name) + 24
+    for color, text in legend:
+        d.rectangle([lx, 10, lx + 10, 20], fill=color)
+        d.text((lx + 14, 6), text, fill=(200, 200, 200), font=_font(13))
+        lx += 24 + 8 * len(text)
     return img
 
 
