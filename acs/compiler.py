@@ -31,7 +31,10 @@ MAX_FUNCTIONS = 256       # ACSe encodes the CALL index in one byte
 MAX_STRINGS = 65536       # the engine keeps a string's library in the upper 16 bits
 MAX_ARRAY_SIZE = 65536    # ours: a bigger map array is surely a mistake
 MAX_NESTING = 600         # ours: deeper input is refused before any recursive pass
-MAX_COMPACT_SPECIAL = 255  # ACSe encodes a special's number in one byte
+# Line specials above 255 do nothing in ViZDoom 1.3.2, called from ACS or set on a line
+# (measured: Floor_LowerToHighestEE 256, Floor_RaiseToCeiling 259, Ceiling_ToFloorInstant
+# 267), though newer engines' tables list them; 255 is also the most ACSe can encode.
+MAX_SPECIAL = 255
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -157,11 +160,6 @@ class _Frame:
     loops: list[tuple[int | None, int | None]] = field(default_factory=list)
 
 
-class _WideSpecial(Exception):
-    """Raised in compact mode when a special above 255 is called: the lump is rebuilt in
-    the wide (ACSE) encoding, which can name it."""
-
-
 class Compiler:
     def __init__(self, compact: bool = True):
         self.compact = compact
@@ -171,8 +169,8 @@ class Compiler:
         self.globals: dict[str, object] = {}     # lower name -> Var | Const | Func
         self.specials: dict[str, Special] = dict(SPECIALS)
         self.map_vars: list[tuple[Var, object]] = []   # (var, initialiser node)
-        self.world_used: dict[int, Var] = {}
-        self.global_used: dict[int, Var] = {}
+        self.world_used: dict[tuple[bool, int], Var] = {}    # (is array, index) -> var
+        self.global_used: dict[tuple[bool, int], Var] = {}
         self.functions: list[Func] = []
         self.scripts: list[ScriptInfo] = []
         self.script_of: dict[int, ScriptInfo] = {}   # id(Script node) -> its info
@@ -180,7 +178,6 @@ class Compiler:
         self.strings: dict[str, int] = {}
         self.library: str | None = None
         self.frame: _Frame | None = None
-        self.wide_specials = False
 
     # ---- diagnostics -----------------------------------------------------------------------
     def pos(self, node) -> Pos:
@@ -276,11 +273,14 @@ class Compiler:
                     self.error(item, f"{storage} variable index {item.number} is out of "
                                      f"range 0..{limit - 1}")
                     continue
+                # Scalars and arrays of a scope are separate stores in the engine.
                 used = self.world_used if storage == "world" else self.global_used
-                if item.number in used:
-                    other = used[item.number]
-                    self.error(item, f"{storage} variable index {item.number} is already "
-                                     f"used by '{other.name}' ({other.where})")
+                slot = (dims is not None, item.number)
+                if slot in used:
+                    other = used[slot]
+                    self.error(item, f"{storage} {'array' if dims is not None else 'variable'} "
+                                     f"index {item.number} is already used by '{other.name}' "
+                                     f"({other.where})")
                     continue
                 if item.init is not None:
                     self.error(item, f"{storage} variables cannot have an initial value",
@@ -291,7 +291,7 @@ class Compiler:
                 var = Var(item.name, storage, item.number, decl.type,
                           [] if dims is not None else None, self.pos(item))
                 if self.define_global(item.name, var, item):
-                    used[item.number] = var
+                    used[slot] = var
             else:
                 if item.number is not None:
                     self.error(item, f"map variable '{item.name}' cannot have an index",
@@ -883,7 +883,7 @@ class Compiler:
             short, end = a.label(), a.label()
             self.cond_jump(e.left, short, e.op == "||")
             self.cond_jump(e.right, short, e.op == "||")
-            a.push(0 if e.op == "&&" else 1)
+            a.push(1 if e.op == "&&" else 0)
             a.jump("GOTO", end)
             a.place(short)
             a.push(1 if e.op == "||" else 0)
@@ -1123,8 +1123,13 @@ class Compiler:
             if want:
                 a.push(0)
             return
-        if sp.number > MAX_COMPACT_SPECIAL and self.compact:
-            raise _WideSpecial()
+        if sp.number > MAX_SPECIAL:
+            self.error(e, f"line special '{sp.name}' ({sp.number}) does not exist in this "
+                          f"engine", f"ViZDoom 1.3.2 (ZDoom 2.8.1) has line specials up to "
+                          f"{MAX_SPECIAL}")
+            if want:
+                a.push(0)
+            return
         if want:
             for arg in e.args:
                 self.expr(arg)
