@@ -70,8 +70,11 @@ def _load(text: str, filename: str, include_dirs) -> list:
     out: list = []
     # stack of (iterator over items, directory, chain of included real paths)
     top = parser.parse(text, filename)
-    base = os.path.dirname(os.path.abspath(filename)) if os.path.exists(filename) else os.getcwd()
-    stack = [(iter(top), base, ())]
+    if os.path.isfile(filename):
+        base, chain = os.path.dirname(os.path.abspath(filename)), (os.path.abspath(filename),)
+    else:
+        base, chain = os.getcwd(), ()
+    stack = [(iter(top), base, chain)]
     while stack:
         items, here, chain = stack[-1]
         item = next(items, None)

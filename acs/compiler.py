@@ -59,6 +59,9 @@ _BINARY_OPS = {
 }
 _ASSIGN_OPS = {"=": "ASSIGN", "+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV",
                "%=": "MOD", "&=": "AND", "|=": "OR", "^=": "EOR", "<<=": "LS", ">>=": "RS"}
+_PRINT_NAMES = {"print": "Print", "printbold": "PrintBold", "log": "Log",
+                "hudmessage": "HudMessage", "hudmessagebold": "HudMessageBold",
+                "strparam": "StrParam"}
 _SCOPE_OP = {"script": "SCRIPT", "map": "MAP", "world": "WORLD", "global": "GLOBAL"}
 
 
@@ -191,7 +194,8 @@ class Compiler:
         for it in items:
             if it.depth > MAX_NESTING:
                 self.file = it.file
-                self.diag.error(Pos(it.file, it.line, it.col),
+                at = A.deepest(it, MAX_NESTING)
+                self.diag.error(Pos(it.file, at.line, at.col),
                                 f"nesting too deep (more than {MAX_NESTING} levels of "
                                 "statements or expressions)",
                                 "split the expression or the statement into smaller parts")
@@ -271,7 +275,9 @@ class Compiler:
                     continue
                 if not 0 <= item.number < limit:
                     self.error(item, f"{storage} variable index {item.number} is out of "
-                                     f"range 0..{limit - 1}")
+                                     f"range 0..{limit - 1}",
+                               "ViZDoom reads global 1..60 as USER1..USER60"
+                               if storage == "global" else "world variables are 0..255")
                     continue
                 # Scalars and arrays of a scope are separate stores in the engine.
                 used = self.world_used if storage == "world" else self.global_used
@@ -280,7 +286,7 @@ class Compiler:
                     other = used[slot]
                     self.error(item, f"{storage} {'array' if dims is not None else 'variable'} "
                                      f"index {item.number} is already used by '{other.name}' "
-                                     f"({other.where})")
+                                     f"({other.where})", "give each one its own index")
                     continue
                 if item.init is not None:
                     self.error(item, f"{storage} variables cannot have an initial value",
@@ -317,14 +323,16 @@ class Compiler:
                 continue
             n = self.const_int(d, what="an array size")
             if n is not None and not 1 <= n <= MAX_ARRAY_SIZE:
-                self.error(d, f"array size {n} is out of range 1..{MAX_ARRAY_SIZE}")
+                self.error(d, f"array size {n} is out of range 1..{MAX_ARRAY_SIZE}",
+                           "an array holds at least one element")
                 n = 1
             out.append(n if n is not None else 1)
         return out
 
     def infer_dims(self, item: A.VarItem, dims: list) -> list | None:
         if None in dims[1:]:
-            self.error(item, f"only the first dimension of '{item.name}' may be left empty")
+            self.error(item, f"only the first dimension of '{item.name}' may be left empty",
+                       "give every dimension after the first a size")
             return None
         if dims[0] is None:
             if not isinstance(item.init, A.InitList):
@@ -333,14 +341,15 @@ class Compiler:
                 return None
             dims = [len(item.init.items)] + dims[1:]
             if dims[0] == 0:
-                self.error(item, f"array '{item.name}' has an empty initialiser list")
+                self.error(item, f"array '{item.name}' has an empty initialiser list",
+                           f"list at least one value, or give a size: {item.name}[10]")
                 return None
         total = 1
         for d in dims:
             total *= d
         if total > MAX_ARRAY_SIZE:
             self.error(item, f"array '{item.name}' has {total} elements; the limit is "
-                             f"{MAX_ARRAY_SIZE}")
+                             f"{MAX_ARRAY_SIZE}", "split it into smaller arrays")
             return None
         return dims
 
@@ -379,7 +388,9 @@ class Compiler:
                 number = ident
             if not MIN_SCRIPT <= number <= MAX_SCRIPT:
                 self.error(at, f"script number {number} is out of range "
-                               f"{MIN_SCRIPT}..{MAX_SCRIPT}")
+                               f"{MIN_SCRIPT}..{MAX_SCRIPT}",
+                           "script 0 is reserved; numbers above 32767 do not fit the "
+                           "engine's 16-bit script number")
                 return
             key = number
         if key in self.script_numbers:
@@ -481,7 +492,8 @@ class Compiler:
                     and e.name.lower() not in CONSTANTS:
                 self.undefined(e)
             else:
-                self.error(e, f"{what} must be a constant expression")
+                self.error(e, f"{what} must be a constant expression",
+                           "use numbers, strings, #define'd names and operators only")
         return v
 
     def report_div_zero(self, e) -> bool:
@@ -555,7 +567,8 @@ class Compiler:
         self.frame = _Frame("function", fn)
         for p in node.params:
             if p.type == "void":
-                self.error(p, "a parameter cannot be void")
+                self.error(p, "a parameter cannot be void",
+                           "write (void) for no parameters, or give it a type: int")
             self.declare_local(p, p.name, p.type)
         fn.address = self.asm.address
         self.block(node.body, new_scope=False)
@@ -633,7 +646,8 @@ class Compiler:
                            "declare the array at the top level (a map array)")
                 continue
             if isinstance(item.init, A.InitList):
-                self.error(item.init, "an initialiser list needs an array")
+                self.error(item.init, "an initialiser list needs an array",
+                           "local arrays are not supported; use a map array")
                 continue
             reused = f.next_slot < f.max_slots
             if item.init is not None:
@@ -768,13 +782,15 @@ class Compiler:
         k = st.kind
         if k == "break":
             if not f.loops:
-                self.error(st, "'break' outside a loop or switch")
+                self.error(st, "'break' outside a loop or switch",
+                           "to end the script early, use 'terminate;'")
                 return
             a.jump("GOTO", f.loops[-1][0])
         elif k == "continue":
             target = next((c for _, c in reversed(f.loops) if c is not None), None)
             if target is None:
-                self.error(st, "'continue' outside a loop")
+                self.error(st, "'continue' outside a loop",
+                           "'continue' jumps to the next iteration of a loop")
                 return
             a.jump("GOTO", target)
         elif k == "return":
@@ -800,7 +816,8 @@ class Compiler:
             a.op("SUSPEND")
         elif k == "restart":
             if f.kind != "script":
-                self.error(st, "'restart' is only allowed in a script")
+                self.error(st, "'restart' is only allowed in a script",
+                           "return from the function and restart the calling script")
                 return
             a.op("RESTART")
 
@@ -930,11 +947,13 @@ class Compiler:
             if sym is None and e.name.lower() not in CONSTANTS:
                 self.undefined(e)
             else:
-                self.error(e, f"cannot assign to '{e.name}': it is not a variable")
+                self.error(e, f"cannot assign to '{e.name}': it is not a variable",
+                           "only variables and array elements can be assigned")
             return None
         if isinstance(e, A.Index):
             return self.array_element(e)
-        self.error(e, "the left side of an assignment must be a variable or array element")
+        self.error(e, "the left side of an assignment must be a variable or array element",
+                   "write name = value; or name[i] = value;")
         return None
 
     def array_element(self, e: A.Index):
@@ -945,14 +964,15 @@ class Compiler:
             n = n.base
         indices.reverse()
         if not isinstance(n, A.Name):
-            self.error(e, "only a named array can be indexed")
+            self.error(e, "only a named array can be indexed", "write name[i]")
             return None
         sym = self.lookup(n.name)
         if not isinstance(sym, Var):
             if sym is None and n.name.lower() not in CONSTANTS:
                 self.undefined(n)
             else:
-                self.error(n, f"'{n.name}' is not an array")
+                self.error(n, f"'{n.name}' is not an array",
+                           "declare it with a size: " f"int {n.name}[10];")
             return None
         if not sym.is_array:
             self.error(e, f"'{n.name}' is not an array", "declare it with a size: "
@@ -961,13 +981,15 @@ class Compiler:
         ndims = max(1, len(sym.dims))
         if len(indices) != ndims:
             self.error(e, f"array '{n.name}' has {ndims} dimension{'s' if ndims > 1 else ''}, "
-                          f"indexed with {len(indices)}")
+                          f"indexed with {len(indices)}",
+                       "write " + n.name + "".join(f"[{c}]" for c in "ijklmn"[:ndims]))
             return None
         for i, ix in enumerate(indices):
             v = self.fold(ix)
             if v is not None and sym.dims and not 0 <= v < sym.dims[i]:
                 self.error(ix, f"index {v} is out of bounds for '{n.name}' "
-                               f"(size {sym.dims[i]})")
+                               f"(size {sym.dims[i]})",
+                           f"indices run from 0 to {sym.dims[i] - 1}")
         return sym, indices
 
     def push_flat_index(self, var: Var, indices: list) -> None:
@@ -1064,16 +1086,20 @@ class Compiler:
         return [f.name for f in self.functions] + [s.name for s in self.specials.values()] + \
             [b.name for b in BUILTINS.values()]
 
-    def arg_count_error(self, e: A.Call, name: str, lo: int, hi: int, what: str) -> bool:
+    def arg_count_error(self, e: A.Call, name: str, lo: int, hi: int, what: str,
+                        params=None) -> bool:
         n = len(e.args)
         if lo <= n <= hi:
             return False
         want = str(lo) if lo == hi else f"{lo} to {hi}"
         plural = "s" if hi != 1 else ""
+        if params is not None:
+            shape = ", ".join(f"{p.type} {p.name}" for p in params)
+        else:
+            shape = ", ".join([f"arg{i + 1}" for i in range(lo)] +
+                              [f"[arg{i + 1}]" for i in range(lo, hi)])
         self.error(e, f"{what} '{name}' takes {want} argument{plural}, but {n} "
-                      f"{'was' if n == 1 else 'were'} given",
-                   f"call it as {name}({', '.join(f'a{i + 1}' for i in range(lo))}"
-                   f"{', ...' if hi > lo else ''})")
+                      f"{'was' if n == 1 else 'were'} given", f"{name}({shape})")
         return True
 
     def call(self, e: A.Call, want: bool) -> None:
@@ -1082,7 +1108,8 @@ class Compiler:
         if isinstance(sym, Func):
             return self.call_function(e, sym, want)
         if sym is not None and not isinstance(sym, Func):
-            self.error(e, f"'{e.name}' is not a function")
+            self.error(e, f"'{e.name}' is not a function", f"'{e.name}' is a "
+                       + ("variable" if isinstance(sym, Var) else "constant"))
             if want:
                 self.asm.push(0)
             return
@@ -1105,7 +1132,7 @@ class Compiler:
 
     def call_function(self, e: A.Call, fn: Func, want: bool) -> None:
         n = len(fn.params)
-        if self.arg_count_error(e, fn.name, n, n, "function"):
+        if self.arg_count_error(e, fn.name, n, n, "function", fn.params):
             if want:
                 self.asm.push(0)
             return
@@ -1156,7 +1183,8 @@ class Compiler:
             return
         if e.const_args:
             bad = next(x for x, v in zip(args, values) if v is None)
-            self.error(bad, "a 'const:' call needs constant arguments")
+            self.error(bad, "a 'const:' call needs constant arguments",
+                       "drop 'const:' to pass variables")
         for arg in args:
             self.expr(arg)
         if not args:
@@ -1168,13 +1196,13 @@ class Compiler:
         a = self.asm
         index = -sp.number
         if index > MAX_CALLFUNC_INDEX:
-            self.error(e, f"'{sp.name}' (function {index}) does not exist in this engine",
+            self.error(e, f"builtin '{sp.name}' (CALLFUNC {index}) does not exist in this engine",
                        f"ViZDoom 1.3.2 (ZDoom 2.8.1) has CALLFUNC functions 1..{MAX_CALLFUNC_INDEX}"
                        "; an unknown one silently returns 0")
             if want:
                 a.push(0)
             return
-        if self.arg_count_error(e, sp.name, sp.min_args, sp.max_args, "function"):
+        if self.arg_count_error(e, sp.name, sp.min_args, sp.max_args, "builtin"):
             if want:
                 a.push(0)
             return
@@ -1193,7 +1221,7 @@ class Compiler:
                 a.push(0)
             return
         if want and not b.returns:
-            self.error(e, f"'{b.name}' has no value to use")
+            self.error(e, f"'{b.name}' has no value to use", "call it as a statement")
         args = list(e.args)
         if b.direct is not None:
             values = [self.direct_value(x) for x in args]
@@ -1228,8 +1256,9 @@ class Compiler:
     def print_call(self, e: A.PrintCall, want: bool) -> None:
         a = self.asm
         func = e.func
+        shown = _PRINT_NAMES[func]
         if want and func != "strparam":
-            self.error(e, f"'{func}' has no value to use")
+            self.error(e, f"'{shown}' has no value to use", "call it as a statement")
         a.op("BEGINPRINT")
         for kind, value, line, col in e.items:
             op = PRINT_ITEMS.get(kind)
@@ -1242,7 +1271,7 @@ class Compiler:
             a.op(op)
         if func in ("hudmessage", "hudmessagebold"):
             if len(e.opts) < 6:
-                self.error(e, f"{func} needs at least 6 values after ';' "
+                self.error(e, f"{shown} needs at least 6 values after ';' "
                               f"(type, id, color, x, y, hold time), {len(e.opts)} given",
                            "HudMessage(s:\"text\"; HUDMSG_PLAIN, 1, CR_WHITE, 0.5, 0.5, 2.0)")
             a.op("MOREHUDMESSAGE")
@@ -1253,7 +1282,7 @@ class Compiler:
                 for x in e.opts[6:]:
                     self.expr(x)
         elif e.opts:
-            self.error(e.opts[0], f"{func} takes no values after ';'",
+            self.error(e.opts[0], f"{shown} takes no values after ';'",
                        "only HudMessage takes a layout after ';'")
         a.op(PRINT_END[func])
         if func == "strparam" and not want:
@@ -1271,10 +1300,12 @@ class Compiler:
         if len(self.functions) > MAX_FUNCTIONS:
             fn = self.functions[MAX_FUNCTIONS]
             self.diag.error(fn.where, f"too many functions: {len(self.functions)}, the limit is "
-                                      f"{MAX_FUNCTIONS}")
+                                      f"{MAX_FUNCTIONS}",
+                            "merge functions (CALL takes a one-byte function index)")
         if len(self.strings) > MAX_STRINGS:
             self.diag.error(Pos(self.file), f"too many distinct strings: {len(self.strings)}, "
-                                            f"the limit is {MAX_STRINGS}")
+                                            f"the limit is {MAX_STRINGS}",
+                            "reuse strings, or print numbers with d: instead of literals")
 
     def assign_map_slots(self) -> None:
         """Scalars first, then arrays, so one MINI chunk never touches an array's slot."""
@@ -1293,7 +1324,8 @@ class Compiler:
             if init is None:
                 mini.append(0)
             elif isinstance(init, A.InitList):
-                self.error(init, f"'{var.name}' is not an array; it takes a single value")
+                self.error(init, f"'{var.name}' is not an array; it takes a single value",
+                           f"write 'int {var.name} = 1;'")
                 mini.append(0)
             else:
                 v = self.direct_value(init)
@@ -1333,17 +1365,20 @@ class Compiler:
                 stride *= d
             if len(lst.items) > dims[level]:
                 self.error(lst.items[dims[level]], f"too many initialisers for '{var.name}' "
-                                                   f"(dimension size {dims[level]})")
+                                                   f"(dimension size {dims[level]})",
+                           "remove the extra values or make the array larger")
                 return
             for i, it in enumerate(lst.items):
                 if level + 1 < len(dims):
                     if not isinstance(it, A.InitList):
-                        self.error(it, f"'{var.name}' needs a nested {{...}} list here")
+                        self.error(it, f"'{var.name}' needs a nested {{...}} list here",
+                                   "write the rows in braces: {{1, 2}, {3, 4}}")
                         continue
                     fill(it, level + 1, base + i * stride)
                 else:
                     if isinstance(it, A.InitList):
-                        self.error(it, "too many levels of braces in the initialiser")
+                        self.error(it, "too many levels of braces in the initialiser",
+                                   "a one-dimensional array takes {1, 2, 3}")
                         continue
                     v = self.direct_value(it)
                     if v is None:

@@ -12,7 +12,7 @@ import threading
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from dsl.diagnostics import CompileError, Diagnostic, Pos
+from dsl.diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 
 from . import ast as A
 
@@ -27,6 +27,9 @@ _TERMINAL_TEXT = {
     "STRING": "a string", "CHAR": "a character", "$END": "end of file",
     "ASSIGN_OP": "an assignment", "QUESTION": "'?'", "INCDEC": "'++' or '--'",
 }
+
+
+_TOP_KEYWORDS = ["script", "function", "int", "str", "bool", "global", "world", "special"]
 
 
 def _unquote(tok: Token) -> str:
@@ -325,8 +328,17 @@ def _parser() -> Lark:
     return _PARSER
 
 
+def _terminal_text(name: str) -> str:
+    if name in _TERMINAL_TEXT:
+        return _TERMINAL_TEXT[name]
+    term = _parser().get_terminal(name) if name.isupper() else None
+    if term is not None and term.pattern.type == "str":
+        return repr(term.pattern.value)   # a keyword or punctuation: show its text
+    return name.lower()
+
+
 def _describe(names) -> str:
-    shown = sorted({_TERMINAL_TEXT.get(n, n.lower() if n.isupper() else n) for n in names})
+    shown = sorted({_terminal_text(n) for n in names})
     if len(shown) > 8:
         shown = shown[:8] + ["..."]
     return ", ".join(shown)
@@ -348,12 +360,21 @@ def _syntax_error(e: UnexpectedInput, filename: str, text: str) -> Diagnostic:
             line, col = _end_position(text)
         expected = set(e.expected or ())
         hint = ""
-        if "SEMICOLON" in expected:
+        if tok.type == "$END":
+            hint = "check the braces: a '}' may be missing"
+        elif "SCRIPT" in expected:
+            hint = (did_you_mean(str(tok).lower(), _TOP_KEYWORDS) if tok.type == "NAME" else "") \
+                or "at the top level: a script, function, variable declaration or #directive"
+        elif "SEMICOLON" in expected:
             hint = "a ';' may be missing at the end of the previous statement"
         elif "RPAR" in expected:
             hint = "check the parentheses: a ')' may be missing"
-        elif "RBRACE" in expected or tok.type == "$END":
+        elif "RBRACE" in expected:
             hint = "check the braces: a '}' may be missing"
+        elif "LBRACE" in expected:
+            hint = "a '{' may be missing (a script's flags go after its arguments)"
+        else:
+            hint = "compare with the ACS syntax in docs/acs.md"
         return Diagnostic(Pos(filename, line, col),
                           f"syntax error: unexpected {_token_text(tok)}; expected "
                           f"{_describe(expected)}", hint)
