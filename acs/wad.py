@@ -50,6 +50,15 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_MAPINFO_MAP = re.compile(r'^\s*map\s+(\S+)\s+"((?:[^"\\]|\\.)*)"', re.I | re.M)
+
+
+def mapinfo_titles(text: str) -> dict[str, str]:
+    """Map name -> title from the `map NAME "title"` lines of a MAPINFO."""
+    return {m.group(1).upper(): re.sub(r"\\(.)", r"\1", m.group(2))
+            for m in _MAPINFO_MAP.finditer(text)}
+
+
 def make_mapinfo(maps: list[MapLump]) -> str:
     """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map."""
     out = []
@@ -159,4 +168,8 @@ def read_wad(path: str) -> WadContents:
             i = j + 1
             continue
         i += 1
+    if mapinfo is not None:
+        titles = mapinfo_titles(mapinfo)
+        maps = [MapLump(m.name, m.textmap, m.behavior, m.scripts, titles.get(m.name))
+                for m in maps]
     return WadContents(magic.decode(), lumps, maps, mapinfo)
