@@ -71,7 +71,9 @@ def parse_acc_errors(output: str, rename: dict[str, str] | None = None) -> list[
         col = 0
         if i + 2 < len(lines) and lines[i + 1].startswith(">") and lines[i + 2].startswith(">") \
                 and lines[i + 2].rstrip().endswith("^"):
-            col = len(lines[i + 2].rstrip()) - 1
+            # acc prints the source after "> " and the caret after ">": the caret's index
+            # minus one is the 1-based column it sits under.
+            col = len(lines[i + 2].rstrip()) - 2
             i += 2
         name = m.group("file")
         name = rename.get(os.path.basename(name), rename.get(name, name))
