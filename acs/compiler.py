@@ -17,7 +17,8 @@ from dsl.diagnostics import Collector, CompileError, Pos, did_you_mean
 from . import ast as A
 from .assembler import HEADER_SIZE, Assembler, chunk, name_table, string_table
 from .defs import (BUILTINS, CONSTANTS, MAX_CALLFUNC_INDEX, PRINT_END, PRINT_ITEMS,
-                   SCRIPT_FLAGS, SCRIPT_TYPE_ARGS, SCRIPT_TYPES, SPECIALS, Special)
+                   SCRIPT_FLAGS, SCRIPT_TYPE_ARGS, SCRIPT_TYPES, SPECIALS, STANDARD_HEADERS,
+                   Special)
 
 # Engine limits (ViZDoom 1.3.2 / ZDoom 2.8.1, acs-bytecode.md) and our own sanity bounds.
 MAX_MAP_VARS = 128
@@ -243,8 +244,9 @@ class Compiler:
         elif d.kind == "nocompact":
             pass  # handled by compile_source before the Compiler is made
         elif d.kind == "import":
-            self.error(d, f"cannot import '{d.value}': linking against ACS libraries is not "
-                          "supported", "use #include to compile the file into this lump")
+            if os.path.basename(d.value).lower() not in STANDARD_HEADERS:
+                self.error(d, f"cannot import '{d.value}': linking against ACS libraries is "
+                              "not supported", "use #include to compile the file into this lump")
         # include was spliced in by the loader; encryptstrings/wadauthor have no effect
 
     def define_global(self, name: str, sym, node) -> bool:

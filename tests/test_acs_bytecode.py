@@ -100,3 +100,9 @@ def test_same_source_same_bytes_in_other_processes():
         r = subprocess.run([sys.executable, "-c", code, *CORPUS], capture_output=True,
                            text=True, env=dict(os.environ, PYTHONHASHSEED=seed), check=True)
         assert r.stdout.split() == here
+
+
+def test_library_exports_map_variable_names():
+    got = dict(chunks(acs.compile_source('#library "voodoo"\nint alpha; int beta[2];\n'
+                                         "script 1 OPEN { alpha = beta[1]; }\n")))
+    assert got[b"MEXP"] == struct.pack("<III", 2, 12, 18) + b"alpha\0beta\0" + b"\0"
