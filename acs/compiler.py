@@ -215,6 +215,7 @@ class Compiler:
                     self.gen_function(fn)
         self.check_limits()
         self.diag.check()
+        assert not self.asm.overflow, "an operand overflowed without a limit error"
         return self.layout()
 
     # ---- pass 1: declarations -------------------------------------------------------------------
@@ -268,7 +269,7 @@ class Compiler:
             self.error(decl, "a variable cannot be void", "declare it int, str or bool")
             return
         for item in decl.items:
-            dims = self.array_dims(item, storage)
+            dims = self.array_dims(item)
             if storage in ("world", "global"):
                 limit = MAX_WORLD_VARS if storage == "world" else MAX_GLOBAL_VARS
                 if item.number is None:
@@ -314,7 +315,7 @@ class Compiler:
                 if self.define_global(item.name, var, item):
                     self.map_vars.append((var, item.init, self.file))
 
-    def array_dims(self, item: A.VarItem, storage: str) -> list | None:
+    def array_dims(self, item: A.VarItem) -> list | None:
         """The sizes of `item`'s dimensions (None for an empty `[]`), or None if scalar."""
         if not item.dims:
             return None
@@ -890,9 +891,7 @@ class Compiler:
             a.place(end)
         elif t is A.PrintCall:
             self.print_call(e, want=True)
-        elif t is A.Num:  # only reached for literals the fold rejected (never)
-            self.asm.push(wrap32(e.value))
-        else:  # pragma: no cover
+        else:  # pragma: no cover - numbers always fold; the grammar makes nothing else
             raise AssertionError(f"unknown expression {t.__name__}")
 
     def binary(self, e: A.Binary) -> None:

@@ -252,6 +252,15 @@ def test_too_many_functions():
                                  "merge functions (CALL takes a one-byte function index)")]
 
 
+def test_over_the_limits_and_still_used_is_an_error_not_a_crash():
+    funcs = "\n".join(f"function int f{i}(void) {{ return {i}; }}" for i in range(300))
+    maps = "\n".join(f"int m{i};" for i in range(300))
+    src = f"{funcs}\n{maps}\nscript 1 OPEN {{ m299 = f299(); }}\n"
+    assert [d[2] for d in diagnostics(src)] == [
+        "too many map variables: 300 declared, the engine has 128 (each array takes one)",
+        "too many functions: 300, the limit is 256"]
+
+
 def test_too_many_strings(monkeypatch):
     # Building 65,537 distinct strings takes seconds; the check is the same at any bound.
     monkeypatch.setattr(acs.compiler, "MAX_STRINGS", 3)
