@@ -7,6 +7,7 @@ CompileError with file:line:col and a hint.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 from lark import Lark, Token, Transformer
@@ -398,12 +399,43 @@ def _end_position(text: str) -> tuple[int, int]:
     return line, col
 
 
+# After a syntax error, parsing resumes at the next line that starts a script or function,
+# so one run reports the syntax errors of several scripts (up to MAX_SYNTAX_ERRORS).
+_RESUME = re.compile(r"^[ \t]*(script|function)\b", re.I | re.M)
+MAX_SYNTAX_ERRORS = 20
+
+
+def _error_offset(e: UnexpectedInput) -> int | None:
+    if isinstance(e, UnexpectedToken):
+        return None if e.token.type == "$END" else getattr(e.token, "start_pos", None)
+    if isinstance(e, UnexpectedCharacters):
+        return e.pos_in_stream
+    return None
+
+
 def parse(text: str, filename: str = "<acs>") -> list:
     """The top-level items of `text` (Directive/Script/Function/VarDecl/SpecialDecl)."""
-    try:
-        items = _parser().parse(text)
-    except UnexpectedInput as e:
-        raise CompileError([_syntax_error(e, filename, text)]) from None
+    diags: list[Diagnostic] = []
+    offset, line_base = 0, 0
+    items = []
+    while True:
+        try:
+            items = _parser().parse(text[offset:] if offset else text)
+            break
+        except UnexpectedInput as e:
+            d = _syntax_error(e, filename, text[offset:])
+            diags.append(Diagnostic(Pos(filename, d.pos.line + line_base, d.pos.col),
+                                    d.message, d.hint))
+            at = _error_offset(e)
+            if at is None or len(diags) >= MAX_SYNTAX_ERRORS:
+                break
+            m = _RESUME.search(text, offset + at + 1)
+            if m is None:
+                break
+            offset = m.start()
+            line_base = text.count("\n", 0, offset)
+    if diags:
+        raise CompileError(diags)
     for it in items:
         it.file = filename
     return items

@@ -213,6 +213,17 @@ def test_errors_name_the_file_and_print_as_file_line_col():
                                "    hint: declare it first (int name;) or #define it")
 
 
+def test_syntax_errors_of_several_scripts_are_reported_together():
+    src = ("script 1 (void)\n{\n    int x = 1\n}\n\n"
+           "script 2 (void)\n{\n    Delay(1;\n}\n\n"
+           "function void f(void)\n{\n    x = @;\n}\n"
+           "script 3 (void) { }\n")
+    assert [d[:3] for d in diagnostics(src)] == [
+        (4, 1, "syntax error: unexpected '}'; expected ',', ';'"),
+        (8, 12, "syntax error: unexpected ';'; expected ')', ','"),
+        (14, 9, "syntax error: unexpected character '@'")]
+
+
 def test_all_semantic_errors_are_reported_together():
     src = ("script 1 (void) { a = 1; }\n"
            "script 1 (void) { Light_ChangeToValue(1); }\n"
