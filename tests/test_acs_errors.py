@@ -221,7 +221,7 @@ def test_syntax_errors_of_several_scripts_are_reported_together():
     assert [d[:3] for d in diagnostics(src)] == [
         (4, 1, "syntax error: unexpected '}'; expected ',', ';'"),
         (8, 12, "syntax error: unexpected ';'; expected ')', ','"),
-        (14, 9, "syntax error: unexpected character '@'")]
+        (13, 9, "syntax error: unexpected character '@'")]
 
 
 def test_all_semantic_errors_are_reported_together():
