@@ -85,3 +85,11 @@ def test_include_directory_option(tmp_path):
     src.write_text('#include "consts.acs"\nglobal int 1:g;\nscript 1 OPEN { g = ANSWER; }\n')
     r = build(str(src), "-o", str(tmp_path / "m.o"), "-i", str(inc))
     assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_unwritable_output(tmp_path):
+    src = os.path.join(CORPUS, "01_open_globals.acs")
+    out = tmp_path / "no-such-dir" / "x.o"
+    r = build(src, "-o", str(out))
+    assert r.returncode == 1
+    assert r.stderr == f"{out}: cannot write the output: No such file or directory\n"

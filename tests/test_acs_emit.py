@@ -155,3 +155,25 @@ def test_real_acc_accepts_emitted_source(tmp_path):
     path = tmp_path / "emitted.acs"
     path.write_text(full_program().source())
     assert compile_file_external(str(path))[:3] == b"ACS"
+
+
+@pytest.mark.parametrize("action,message", [
+    (lambda p: p.script(9).assign("x", 1, op="=="), "unknown assignment operator '=='"),
+    (lambda p: p.map_var("y", type="float"), "unknown ACS type 'float'"),
+    (lambda p: p.script(9, kind="weird"), "unknown script kind 'weird'"),
+    (lambda p: p.script(9, args=["float a"]), "a parameter is 'int name' (or str/bool): 'float a'"),
+    (lambda p: p.include('a"b'), "bad include file name 'a\"b'"),
+    (lambda p: p.script(9).print_(("q", 1)), "unknown print item kind 'q'"),
+    (lambda p: p.script(9).call("Delay", Fixed(1e30)), "fixed-point value 1e+30 cannot be written in ACS"),
+    (lambda p: p.map_var("z", 1, size=3), "an array takes `values`, not `value`"),
+    (lambda p: p.script("9x"), "script number must be an int or a #define'd name: '9x'"),
+    (lambda p: p.script(0), "script number 0 is out of range 1..32767"),
+    (lambda p: p.world_var(256, "w"), "world variable index 256 is out of range 0..255"),
+    (lambda p: p.script(9).call("Delay", 1.5), "cannot write float as an ACS expression"),
+    (lambda p: p.function("f", returns="float"), "unknown return type 'float'"),
+    (lambda p: p.script(9).declare("v", type="char"), "unknown ACS type 'char'"),
+])
+def test_emitter_messages(action, message):
+    with pytest.raises((ValueError, TypeError)) as info:
+        action(Program())
+    assert str(info.value) == message

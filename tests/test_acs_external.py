@@ -132,3 +132,46 @@ def test_real_acc_reports_errors_with_positions(tmp_path):
     with pytest.raises(CompileError) as info:
         compile_file_external(str(src))
     assert info.value.diagnostics[0].pos.file == str(src)
+
+
+def _script(tmp_path, name, body):
+    exe = tmp_path / name
+    exe.write_text(f"#!{sys.executable}\n{body}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe)
+
+
+def test_acc_failing_without_messages(tmp_path):
+    acc = _script(tmp_path, "acc-silent", "import sys; sys.exit(3)")
+    src = os.path.join(CORPUS, "01_open_globals.acs")
+    with pytest.raises(CompileError) as info:
+        compile_file_external(src, acc=acc)
+    assert [(str(d.pos), d.message) for d in info.value.diagnostics] == [
+        (src, "acc failed (exit 3)")]
+
+
+def test_acc_that_cannot_run(tmp_path):
+    acc = tmp_path / "not-executable"
+    acc.write_text("not a program")
+    with pytest.raises(AccNotFound) as info:
+        compile_file_external(os.path.join(CORPUS, "01_open_globals.acs"), acc=str(acc))
+    assert str(info.value) == f"{acc}: cannot run acc: Permission denied"
+
+
+def test_acc_that_hangs(tmp_path, monkeypatch):
+    import acs.external as ext
+
+    monkeypatch.setattr(ext, "ACC_TIMEOUT_S", 1)
+    acc = _script(tmp_path, "acc-hang", "import time; time.sleep(30)")
+    src = os.path.join(CORPUS, "01_open_globals.acs")
+    with pytest.raises(CompileError) as info:
+        compile_file_external(src, acc=acc)
+    assert [(str(d.pos), d.message) for d in info.value.diagnostics] == [
+        (src, "acc did not finish in 1 s")]
+
+
+def test_external_missing_source(tmp_path, stand_in):
+    with pytest.raises(CompileError) as info:
+        compile_file_external(str(tmp_path / "gone.acs"))
+    assert [(str(d.pos), d.message) for d in info.value.diagnostics] == [
+        (str(tmp_path / "gone.acs"), "cannot read the file: no such file")]
