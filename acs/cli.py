@@ -8,7 +8,6 @@ stale-looking output.
 from __future__ import annotations
 
 import os
-import tempfile
 
 from dsl.diagnostics import VoodooError
 
@@ -25,16 +24,11 @@ def add_arguments(parser) -> None:
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".o", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    from .wad import atomic_output
+
+    with atomic_output(path, ".o") as tmp:
+        with open(tmp, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def run(args) -> int:

@@ -13,6 +13,7 @@ import os
 import re
 import struct
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
@@ -82,6 +83,22 @@ def _check_maps(path: str, maps) -> None:
             raise WadError(f"{path}: BEHAVIOR of {m.name} is not a compiled ACS lump")
 
 
+@contextmanager
+def atomic_output(path: str, suffix: str):
+    """Yield a temporary file name beside `path`; it replaces `path` only if the block
+    finishes, and is removed otherwise, so readers never see a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix,
+                               dir=os.path.dirname(os.path.abspath(path)))
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None) -> None:
     """Write a PWAD holding `maps` (in order) and a MAPINFO lump (`mapinfo` verbatim, or
     one made from the maps' titles). Same inputs give the same bytes."""
@@ -104,17 +121,9 @@ def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None) -> Non
             group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
         group["ENDMAP"] = omg.Lump(b"")
         wad.udmfmaps[m.name] = group
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".wad", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_output(path, ".wad") as tmp:
         os.remove(tmp)   # omgifol creates the file itself
         wad.to_file(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def read_wad(path: str) -> WadContents:
