@@ -609,29 +609,13 @@ class Compiler:
             f.next_slot = saved
 
     def stmt(self, st) -> None:
-        t = type(st)
-        if t is A.ExprStmt:
-            self.discard(st.expr)
-        elif t is A.Block:
-            self.block(st)
-        elif t is A.VarDecl:
-            self.local_decl(st)
-        elif t is A.If:
-            self.if_stmt(st)
-        elif t is A.While:
-            self.while_stmt(st)
-        elif t is A.DoWhile:
-            self.do_stmt(st)
-        elif t is A.For:
-            self.for_stmt(st)
-        elif t is A.Switch:
-            self.switch_stmt(st)
-        elif t is A.Jump:
-            self.jump_stmt(st)
-        elif t is A.Empty:
-            pass
-        else:  # pragma: no cover - the grammar produces no other statement
-            raise AssertionError(f"unknown statement {t.__name__}")
+        _STATEMENTS[type(st)](self, st)
+
+    def expr_stmt(self, st: A.ExprStmt) -> None:
+        self.discard(st.expr)
+
+    def empty_stmt(self, st: A.Empty) -> None:
+        pass
 
     def local_decl(self, decl: A.VarDecl) -> None:
         if decl.type == "void":
@@ -1433,3 +1417,12 @@ class Compiler:
         magic = b"ACSe" if self.compact else b"ACSE"
         chunk_start = HEADER_SIZE + len(code)
         return magic + struct.pack("<I", chunk_start) + code + b"".join(chunks)
+
+
+# Statement node type -> the Compiler method that generates its code.
+_STATEMENTS = {
+    A.ExprStmt: Compiler.expr_stmt, A.Block: Compiler.block, A.VarDecl: Compiler.local_decl,
+    A.If: Compiler.if_stmt, A.While: Compiler.while_stmt, A.DoWhile: Compiler.do_stmt,
+    A.For: Compiler.for_stmt, A.Switch: Compiler.switch_stmt, A.Jump: Compiler.jump_stmt,
+    A.Empty: Compiler.empty_stmt,
+}

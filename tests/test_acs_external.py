@@ -71,8 +71,7 @@ def test_acc_not_found(monkeypatch, tmp_path):
         compile_file_external(os.path.join(CORPUS, "01_open_globals.acs"))
 
 
-STAND_IN = r'''#!{python}
-# A stand-in with acc's command line: acc [-i DIR]... SOURCE OUTPUT.
+STAND_IN = r'''# A stand-in with acc's command line: acc [-i DIR]... SOURCE OUTPUT.
 import os, sys
 args = sys.argv[1:]
 dirs = []
@@ -90,19 +89,25 @@ open(out, "wb").write(b"ACSe" + b"STAND-IN")
 '''
 
 
+def _script(tmp_path, name, body):
+    """An executable Python program `name` in tmp_path."""
+    exe = tmp_path / name
+    exe.write_text(f"#!{sys.executable}\n{body}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe)
+
+
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
-    exe = tmp_path / "acc"
-    exe.write_text(STAND_IN.replace("{python}", sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("ACC", str(exe))
+    exe = _script(tmp_path, "acc", STAND_IN)
+    monkeypatch.setenv("ACC", exe)
     return exe
 
 
 def test_external_plumbing_with_stand_in(stand_in, tmp_path):
     src = tmp_path / "ok.acs"
     src.write_text('#include "zcommon.acs"\nscript 1 OPEN { }\n')
-    assert find_acc() == str(stand_in)
+    assert find_acc() == stand_in
     assert compile_file_external(str(src)) == b"ACSeSTAND-IN"
 
 
@@ -132,13 +137,6 @@ def test_real_acc_reports_errors_with_positions(tmp_path):
     with pytest.raises(CompileError) as info:
         compile_file_external(str(src))
     assert info.value.diagnostics[0].pos.file == str(src)
-
-
-def _script(tmp_path, name, body):
-    exe = tmp_path / name
-    exe.write_text(f"#!{sys.executable}\n{body}\n")
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return str(exe)
 
 
 def test_acc_failing_without_messages(tmp_path):
