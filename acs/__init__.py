@@ -70,8 +70,11 @@ def _load(text: str, filename: str, include_dirs) -> list:
     out: list = []
     # stack of (iterator over items, directory, chain of included real paths)
     top = parser.parse(text, filename)
-    base = os.path.dirname(os.path.abspath(filename)) if os.path.exists(filename) else os.getcwd()
-    stack = [(iter(top), base, ())]
+    if os.path.isfile(filename):
+        base, chain = os.path.dirname(os.path.abspath(filename)), (os.path.abspath(filename),)
+    else:
+        base, chain = os.getcwd(), ()
+    stack = [(iter(top), base, chain)]
     while stack:
         items, here, chain = stack[-1]
         item = next(items, None)
@@ -106,9 +109,9 @@ def _load(text: str, filename: str, include_dirs) -> list:
 
 
 def compile_source(text: str, filename: str = "<acs>", include_dirs=()) -> bytes:
-    """Compile ACS source text to a BEHAVIOR lump (ACSe; ACSE when #nocompact is given or a
-    special above 255 is called). Raises CompileError with every problem found."""
-    from .compiler import Compiler, _WideSpecial
+    """Compile ACS source text to a BEHAVIOR lump (ACSe; ACSE when #nocompact is given).
+    Raises CompileError with every problem found."""
+    from .compiler import Compiler
 
     if not isinstance(text, str):
         raise TypeError("compile_source takes the source as str")
@@ -119,10 +122,7 @@ def compile_source(text: str, filename: str = "<acs>", include_dirs=()) -> bytes
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20000))
     try:
-        try:
-            return Compiler(compact).compile(items)
-        except _WideSpecial:
-            return Compiler(False).compile(items)
+        return Compiler(compact).compile(items)
     finally:
         sys.setrecursionlimit(old_limit)
 

@@ -21,6 +21,7 @@ class Assembler:
         self.buf = bytearray()
         self._labels: list[int | None] = []
         self._fixups: list[tuple[int, int]] = []   # (offset in buf, label id)
+        self.overflow = False                      # a one-byte operand did not fit
 
     # ---- positions -----------------------------------------------------------------------------
     @property
@@ -48,6 +49,10 @@ class Assembler:
     def byte_arg(self, value: int) -> None:
         """Variable index, special number, CALL index, CALLFUNC arg count."""
         if self.compact:
+            # Out of range only when the compiler has reported a limit error (then the
+            # lump is discarded); Compiler.compile asserts that.
+            if not 0 <= value <= 255:
+                self.overflow = True
             self.buf.append(value & 255)
         else:
             self.buf += struct.pack("<i", value)

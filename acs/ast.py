@@ -18,6 +18,34 @@ class Node:
         return f"{type(self).__name__}({fields})"
 
 
+def children(node) -> list:
+    """The Node children of `node` (through lists and the tuples of print items)."""
+    out = []
+    for name in type(node).__slots__:
+        v = getattr(node, name, None)
+        if isinstance(v, Node):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, Node):
+                    out.append(x)
+                elif isinstance(x, tuple):
+                    out += [y for y in x if isinstance(y, Node)]
+    return out
+
+
+def deepest(node, limit: int):
+    """A node at nesting level `limit` on the deepest path below `node` (iterative)."""
+    level = 0
+    while level < limit:
+        kids = children(node)
+        if not kids:
+            break
+        node = max(kids, key=lambda k: k.depth)
+        level += 1
+    return node
+
+
 def _depth(*children) -> int:
     d = 0
     for c in children:

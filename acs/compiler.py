@@ -17,7 +17,8 @@ from dsl.diagnostics import Collector, CompileError, Pos, did_you_mean
 from . import ast as A
 from .assembler import HEADER_SIZE, Assembler, chunk, name_table, string_table
 from .defs import (BUILTINS, CONSTANTS, MAX_CALLFUNC_INDEX, PRINT_END, PRINT_ITEMS,
-                   SCRIPT_FLAGS, SCRIPT_TYPE_ARGS, SCRIPT_TYPES, SPECIALS, Special)
+                   SCRIPT_FLAGS, SCRIPT_TYPE_ARGS, SCRIPT_TYPES, SPECIALS, STANDARD_HEADERS,
+                   Special)
 
 # Engine limits (ViZDoom 1.3.2 / ZDoom 2.8.1, acs-bytecode.md) and our own sanity bounds.
 MAX_MAP_VARS = 128
@@ -31,7 +32,10 @@ MAX_FUNCTIONS = 256       # ACSe encodes the CALL index in one byte
 MAX_STRINGS = 65536       # the engine keeps a string's library in the upper 16 bits
 MAX_ARRAY_SIZE = 65536    # ours: a bigger map array is surely a mistake
 MAX_NESTING = 600         # ours: deeper input is refused before any recursive pass
-MAX_COMPACT_SPECIAL = 255  # ACSe encodes a special's number in one byte
+# Line specials above 255 do nothing in ViZDoom 1.3.2, called from ACS or set on a line
+# (measured: Floor_LowerToHighestEE 256, Floor_RaiseToCeiling 259, Ceiling_ToFloorInstant
+# 267), though newer engines' tables list them; 255 is also the most ACSe can encode.
+MAX_SPECIAL = 255
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -56,6 +60,9 @@ _BINARY_OPS = {
 }
 _ASSIGN_OPS = {"=": "ASSIGN", "+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV",
                "%=": "MOD", "&=": "AND", "|=": "OR", "^=": "EOR", "<<=": "LS", ">>=": "RS"}
+_PRINT_NAMES = {"print": "Print", "printbold": "PrintBold", "log": "Log",
+                "hudmessage": "HudMessage", "hudmessagebold": "HudMessageBold",
+                "strparam": "StrParam"}
 _SCOPE_OP = {"script": "SCRIPT", "map": "MAP", "world": "WORLD", "global": "GLOBAL"}
 
 
@@ -157,11 +164,6 @@ class _Frame:
     loops: list[tuple[int | None, int | None]] = field(default_factory=list)
 
 
-class _WideSpecial(Exception):
-    """Raised in compact mode when a special above 255 is called: the lump is rebuilt in
-    the wide (ACSE) encoding, which can name it."""
-
-
 class Compiler:
     def __init__(self, compact: bool = True):
         self.compact = compact
@@ -171,8 +173,8 @@ class Compiler:
         self.globals: dict[str, object] = {}     # lower name -> Var | Const | Func
         self.specials: dict[str, Special] = dict(SPECIALS)
         self.map_vars: list[tuple[Var, object]] = []   # (var, initialiser node)
-        self.world_used: dict[int, Var] = {}
-        self.global_used: dict[int, Var] = {}
+        self.world_used: dict[tuple[bool, int], Var] = {}    # (is array, index) -> var
+        self.global_used: dict[tuple[bool, int], Var] = {}
         self.functions: list[Func] = []
         self.scripts: list[ScriptInfo] = []
         self.script_of: dict[int, ScriptInfo] = {}   # id(Script node) -> its info
@@ -180,7 +182,6 @@ class Compiler:
         self.strings: dict[str, int] = {}
         self.library: str | None = None
         self.frame: _Frame | None = None
-        self.wide_specials = False
 
     # ---- diagnostics -----------------------------------------------------------------------
     def pos(self, node) -> Pos:
@@ -194,7 +195,8 @@ class Compiler:
         for it in items:
             if it.depth > MAX_NESTING:
                 self.file = it.file
-                self.diag.error(Pos(it.file, it.line, it.col),
+                at = A.deepest(it, MAX_NESTING)
+                self.diag.error(Pos(it.file, at.line, at.col),
                                 f"nesting too deep (more than {MAX_NESTING} levels of "
                                 "statements or expressions)",
                                 "split the expression or the statement into smaller parts")
@@ -213,6 +215,7 @@ class Compiler:
                     self.gen_function(fn)
         self.check_limits()
         self.diag.check()
+        assert not self.asm.overflow, "an operand overflowed without a limit error"
         return self.layout()
 
     # ---- pass 1: declarations -------------------------------------------------------------------
@@ -242,8 +245,9 @@ class Compiler:
         elif d.kind == "nocompact":
             pass  # handled by compile_source before the Compiler is made
         elif d.kind == "import":
-            self.error(d, f"cannot import '{d.value}': linking against ACS libraries is not "
-                          "supported", "use #include to compile the file into this lump")
+            if os.path.basename(d.value).lower() not in STANDARD_HEADERS:
+                self.error(d, f"cannot import '{d.value}': linking against ACS libraries is "
+                              "not supported", "use #include to compile the file into this lump")
         # include was spliced in by the loader; encryptstrings/wadauthor have no effect
 
     def define_global(self, name: str, sym, node) -> bool:
@@ -265,7 +269,7 @@ class Compiler:
             self.error(decl, "a variable cannot be void", "declare it int, str or bool")
             return
         for item in decl.items:
-            dims = self.array_dims(item, storage)
+            dims = self.array_dims(item)
             if storage in ("world", "global"):
                 limit = MAX_WORLD_VARS if storage == "world" else MAX_GLOBAL_VARS
                 if item.number is None:
@@ -274,13 +278,18 @@ class Compiler:
                     continue
                 if not 0 <= item.number < limit:
                     self.error(item, f"{storage} variable index {item.number} is out of "
-                                     f"range 0..{limit - 1}")
+                                     f"range 0..{limit - 1}",
+                               "ViZDoom reads global 1..60 as USER1..USER60"
+                               if storage == "global" else "world variables are 0..255")
                     continue
+                # Scalars and arrays of a scope are separate stores in the engine.
                 used = self.world_used if storage == "world" else self.global_used
-                if item.number in used:
-                    other = used[item.number]
-                    self.error(item, f"{storage} variable index {item.number} is already "
-                                     f"used by '{other.name}' ({other.where})")
+                slot = (dims is not None, item.number)
+                if slot in used:
+                    other = used[slot]
+                    self.error(item, f"{storage} {'array' if dims is not None else 'variable'} "
+                                     f"index {item.number} is already used by '{other.name}' "
+                                     f"({other.where})", "give each one its own index")
                     continue
                 if item.init is not None:
                     self.error(item, f"{storage} variables cannot have an initial value",
@@ -291,7 +300,7 @@ class Compiler:
                 var = Var(item.name, storage, item.number, decl.type,
                           [] if dims is not None else None, self.pos(item))
                 if self.define_global(item.name, var, item):
-                    used[item.number] = var
+                    used[slot] = var
             else:
                 if item.number is not None:
                     self.error(item, f"map variable '{item.name}' cannot have an index",
@@ -306,7 +315,7 @@ class Compiler:
                 if self.define_global(item.name, var, item):
                     self.map_vars.append((var, item.init, self.file))
 
-    def array_dims(self, item: A.VarItem, storage: str) -> list | None:
+    def array_dims(self, item: A.VarItem) -> list | None:
         """The sizes of `item`'s dimensions (None for an empty `[]`), or None if scalar."""
         if not item.dims:
             return None
@@ -317,14 +326,16 @@ class Compiler:
                 continue
             n = self.const_int(d, what="an array size")
             if n is not None and not 1 <= n <= MAX_ARRAY_SIZE:
-                self.error(d, f"array size {n} is out of range 1..{MAX_ARRAY_SIZE}")
+                self.error(d, f"array size {n} is out of range 1..{MAX_ARRAY_SIZE}",
+                           "an array holds at least one element")
                 n = 1
             out.append(n if n is not None else 1)
         return out
 
     def infer_dims(self, item: A.VarItem, dims: list) -> list | None:
         if None in dims[1:]:
-            self.error(item, f"only the first dimension of '{item.name}' may be left empty")
+            self.error(item, f"only the first dimension of '{item.name}' may be left empty",
+                       "give every dimension after the first a size")
             return None
         if dims[0] is None:
             if not isinstance(item.init, A.InitList):
@@ -333,14 +344,15 @@ class Compiler:
                 return None
             dims = [len(item.init.items)] + dims[1:]
             if dims[0] == 0:
-                self.error(item, f"array '{item.name}' has an empty initialiser list")
+                self.error(item, f"array '{item.name}' has an empty initialiser list",
+                           f"list at least one value, or give a size: {item.name}[10]")
                 return None
         total = 1
         for d in dims:
             total *= d
         if total > MAX_ARRAY_SIZE:
             self.error(item, f"array '{item.name}' has {total} elements; the limit is "
-                             f"{MAX_ARRAY_SIZE}")
+                             f"{MAX_ARRAY_SIZE}", "split it into smaller arrays")
             return None
         return dims
 
@@ -379,7 +391,9 @@ class Compiler:
                 number = ident
             if not MIN_SCRIPT <= number <= MAX_SCRIPT:
                 self.error(at, f"script number {number} is out of range "
-                               f"{MIN_SCRIPT}..{MAX_SCRIPT}")
+                               f"{MIN_SCRIPT}..{MAX_SCRIPT}",
+                           "script 0 is reserved; numbers above 32767 do not fit the "
+                           "engine's 16-bit script number")
                 return
             key = number
         if key in self.script_numbers:
@@ -481,7 +495,8 @@ class Compiler:
                     and e.name.lower() not in CONSTANTS:
                 self.undefined(e)
             else:
-                self.error(e, f"{what} must be a constant expression")
+                self.error(e, f"{what} must be a constant expression",
+                           "use numbers, strings, #define'd names and operators only")
         return v
 
     def report_div_zero(self, e) -> bool:
@@ -555,7 +570,8 @@ class Compiler:
         self.frame = _Frame("function", fn)
         for p in node.params:
             if p.type == "void":
-                self.error(p, "a parameter cannot be void")
+                self.error(p, "a parameter cannot be void",
+                           "write (void) for no parameters, or give it a type: int")
             self.declare_local(p, p.name, p.type)
         fn.address = self.asm.address
         self.block(node.body, new_scope=False)
@@ -593,29 +609,13 @@ class Compiler:
             f.next_slot = saved
 
     def stmt(self, st) -> None:
-        t = type(st)
-        if t is A.ExprStmt:
-            self.discard(st.expr)
-        elif t is A.Block:
-            self.block(st)
-        elif t is A.VarDecl:
-            self.local_decl(st)
-        elif t is A.If:
-            self.if_stmt(st)
-        elif t is A.While:
-            self.while_stmt(st)
-        elif t is A.DoWhile:
-            self.do_stmt(st)
-        elif t is A.For:
-            self.for_stmt(st)
-        elif t is A.Switch:
-            self.switch_stmt(st)
-        elif t is A.Jump:
-            self.jump_stmt(st)
-        elif t is A.Empty:
-            pass
-        else:  # pragma: no cover - the grammar produces no other statement
-            raise AssertionError(f"unknown statement {t.__name__}")
+        _STATEMENTS[type(st)](self, st)
+
+    def expr_stmt(self, st: A.ExprStmt) -> None:
+        self.discard(st.expr)
+
+    def empty_stmt(self, st: A.Empty) -> None:
+        pass
 
     def local_decl(self, decl: A.VarDecl) -> None:
         if decl.type == "void":
@@ -633,7 +633,8 @@ class Compiler:
                            "declare the array at the top level (a map array)")
                 continue
             if isinstance(item.init, A.InitList):
-                self.error(item.init, "an initialiser list needs an array")
+                self.error(item.init, "an initialiser list needs an array",
+                           "local arrays are not supported; use a map array")
                 continue
             reused = f.next_slot < f.max_slots
             if item.init is not None:
@@ -768,13 +769,15 @@ class Compiler:
         k = st.kind
         if k == "break":
             if not f.loops:
-                self.error(st, "'break' outside a loop or switch")
+                self.error(st, "'break' outside a loop or switch",
+                           "to end the script early, use 'terminate;'")
                 return
             a.jump("GOTO", f.loops[-1][0])
         elif k == "continue":
             target = next((c for _, c in reversed(f.loops) if c is not None), None)
             if target is None:
-                self.error(st, "'continue' outside a loop")
+                self.error(st, "'continue' outside a loop",
+                           "'continue' jumps to the next iteration of a loop")
                 return
             a.jump("GOTO", target)
         elif k == "return":
@@ -800,7 +803,8 @@ class Compiler:
             a.op("SUSPEND")
         elif k == "restart":
             if f.kind != "script":
-                self.error(st, "'restart' is only allowed in a script")
+                self.error(st, "'restart' is only allowed in a script",
+                           "return from the function and restart the calling script")
                 return
             a.op("RESTART")
 
@@ -871,9 +875,7 @@ class Compiler:
             a.place(end)
         elif t is A.PrintCall:
             self.print_call(e, want=True)
-        elif t is A.Num:  # only reached for literals the fold rejected (never)
-            self.asm.push(wrap32(e.value))
-        else:  # pragma: no cover
+        else:  # pragma: no cover - numbers always fold; the grammar makes nothing else
             raise AssertionError(f"unknown expression {t.__name__}")
 
     def binary(self, e: A.Binary) -> None:
@@ -883,7 +885,7 @@ class Compiler:
             short, end = a.label(), a.label()
             self.cond_jump(e.left, short, e.op == "||")
             self.cond_jump(e.right, short, e.op == "||")
-            a.push(0 if e.op == "&&" else 1)
+            a.push(1 if e.op == "&&" else 0)
             a.jump("GOTO", end)
             a.place(short)
             a.push(1 if e.op == "||" else 0)
@@ -930,11 +932,13 @@ class Compiler:
             if sym is None and e.name.lower() not in CONSTANTS:
                 self.undefined(e)
             else:
-                self.error(e, f"cannot assign to '{e.name}': it is not a variable")
+                self.error(e, f"cannot assign to '{e.name}': it is not a variable",
+                           "only variables and array elements can be assigned")
             return None
         if isinstance(e, A.Index):
             return self.array_element(e)
-        self.error(e, "the left side of an assignment must be a variable or array element")
+        self.error(e, "the left side of an assignment must be a variable or array element",
+                   "write name = value; or name[i] = value;")
         return None
 
     def array_element(self, e: A.Index):
@@ -945,14 +949,15 @@ class Compiler:
             n = n.base
         indices.reverse()
         if not isinstance(n, A.Name):
-            self.error(e, "only a named array can be indexed")
+            self.error(e, "only a named array can be indexed", "write name[i]")
             return None
         sym = self.lookup(n.name)
         if not isinstance(sym, Var):
             if sym is None and n.name.lower() not in CONSTANTS:
                 self.undefined(n)
             else:
-                self.error(n, f"'{n.name}' is not an array")
+                self.error(n, f"'{n.name}' is not an array",
+                           "declare it with a size: " f"int {n.name}[10];")
             return None
         if not sym.is_array:
             self.error(e, f"'{n.name}' is not an array", "declare it with a size: "
@@ -961,13 +966,15 @@ class Compiler:
         ndims = max(1, len(sym.dims))
         if len(indices) != ndims:
             self.error(e, f"array '{n.name}' has {ndims} dimension{'s' if ndims > 1 else ''}, "
-                          f"indexed with {len(indices)}")
+                          f"indexed with {len(indices)}",
+                       "write " + n.name + "".join(f"[{c}]" for c in "ijklmn"[:ndims]))
             return None
         for i, ix in enumerate(indices):
             v = self.fold(ix)
             if v is not None and sym.dims and not 0 <= v < sym.dims[i]:
                 self.error(ix, f"index {v} is out of bounds for '{n.name}' "
-                               f"(size {sym.dims[i]})")
+                               f"(size {sym.dims[i]})",
+                           f"indices run from 0 to {sym.dims[i] - 1}")
         return sym, indices
 
     def push_flat_index(self, var: Var, indices: list) -> None:
@@ -1064,16 +1071,20 @@ class Compiler:
         return [f.name for f in self.functions] + [s.name for s in self.specials.values()] + \
             [b.name for b in BUILTINS.values()]
 
-    def arg_count_error(self, e: A.Call, name: str, lo: int, hi: int, what: str) -> bool:
+    def arg_count_error(self, e: A.Call, name: str, lo: int, hi: int, what: str,
+                        params=None) -> bool:
         n = len(e.args)
         if lo <= n <= hi:
             return False
         want = str(lo) if lo == hi else f"{lo} to {hi}"
         plural = "s" if hi != 1 else ""
+        if params is not None:
+            shape = ", ".join(f"{p.type} {p.name}" for p in params)
+        else:
+            shape = ", ".join([f"arg{i + 1}" for i in range(lo)] +
+                              [f"[arg{i + 1}]" for i in range(lo, hi)])
         self.error(e, f"{what} '{name}' takes {want} argument{plural}, but {n} "
-                      f"{'was' if n == 1 else 'were'} given",
-                   f"call it as {name}({', '.join(f'a{i + 1}' for i in range(lo))}"
-                   f"{', ...' if hi > lo else ''})")
+                      f"{'was' if n == 1 else 'were'} given", f"{name}({shape})")
         return True
 
     def call(self, e: A.Call, want: bool) -> None:
@@ -1082,7 +1093,8 @@ class Compiler:
         if isinstance(sym, Func):
             return self.call_function(e, sym, want)
         if sym is not None and not isinstance(sym, Func):
-            self.error(e, f"'{e.name}' is not a function")
+            self.error(e, f"'{e.name}' is not a function", f"'{e.name}' is a "
+                       + ("variable" if isinstance(sym, Var) else "constant"))
             if want:
                 self.asm.push(0)
             return
@@ -1105,7 +1117,7 @@ class Compiler:
 
     def call_function(self, e: A.Call, fn: Func, want: bool) -> None:
         n = len(fn.params)
-        if self.arg_count_error(e, fn.name, n, n, "function"):
+        if self.arg_count_error(e, fn.name, n, n, "function", fn.params):
             if want:
                 self.asm.push(0)
             return
@@ -1123,8 +1135,13 @@ class Compiler:
             if want:
                 a.push(0)
             return
-        if sp.number > MAX_COMPACT_SPECIAL and self.compact:
-            raise _WideSpecial()
+        if sp.number > MAX_SPECIAL:
+            self.error(e, f"line special '{sp.name}' ({sp.number}) does not exist in this "
+                          f"engine", f"ViZDoom 1.3.2 (ZDoom 2.8.1) has line specials up to "
+                          f"{MAX_SPECIAL}")
+            if want:
+                a.push(0)
+            return
         if want:
             for arg in e.args:
                 self.expr(arg)
@@ -1151,7 +1168,8 @@ class Compiler:
             return
         if e.const_args:
             bad = next(x for x, v in zip(args, values) if v is None)
-            self.error(bad, "a 'const:' call needs constant arguments")
+            self.error(bad, "a 'const:' call needs constant arguments",
+                       "drop 'const:' to pass variables")
         for arg in args:
             self.expr(arg)
         if not args:
@@ -1163,13 +1181,13 @@ class Compiler:
         a = self.asm
         index = -sp.number
         if index > MAX_CALLFUNC_INDEX:
-            self.error(e, f"'{sp.name}' (function {index}) does not exist in this engine",
+            self.error(e, f"builtin '{sp.name}' (CALLFUNC {index}) does not exist in this engine",
                        f"ViZDoom 1.3.2 (ZDoom 2.8.1) has CALLFUNC functions 1..{MAX_CALLFUNC_INDEX}"
                        "; an unknown one silently returns 0")
             if want:
                 a.push(0)
             return
-        if self.arg_count_error(e, sp.name, sp.min_args, sp.max_args, "function"):
+        if self.arg_count_error(e, sp.name, sp.min_args, sp.max_args, "builtin"):
             if want:
                 a.push(0)
             return
@@ -1188,7 +1206,7 @@ class Compiler:
                 a.push(0)
             return
         if want and not b.returns:
-            self.error(e, f"'{b.name}' has no value to use")
+            self.error(e, f"'{b.name}' has no value to use", "call it as a statement")
         args = list(e.args)
         if b.direct is not None:
             values = [self.direct_value(x) for x in args]
@@ -1223,8 +1241,9 @@ class Compiler:
     def print_call(self, e: A.PrintCall, want: bool) -> None:
         a = self.asm
         func = e.func
+        shown = _PRINT_NAMES[func]
         if want and func != "strparam":
-            self.error(e, f"'{func}' has no value to use")
+            self.error(e, f"'{shown}' has no value to use", "call it as a statement")
         a.op("BEGINPRINT")
         for kind, value, line, col in e.items:
             op = PRINT_ITEMS.get(kind)
@@ -1237,7 +1256,7 @@ class Compiler:
             a.op(op)
         if func in ("hudmessage", "hudmessagebold"):
             if len(e.opts) < 6:
-                self.error(e, f"{func} needs at least 6 values after ';' "
+                self.error(e, f"{shown} needs at least 6 values after ';' "
                               f"(type, id, color, x, y, hold time), {len(e.opts)} given",
                            "HudMessage(s:\"text\"; HUDMSG_PLAIN, 1, CR_WHITE, 0.5, 0.5, 2.0)")
             a.op("MOREHUDMESSAGE")
@@ -1248,7 +1267,7 @@ class Compiler:
                 for x in e.opts[6:]:
                     self.expr(x)
         elif e.opts:
-            self.error(e.opts[0], f"{func} takes no values after ';'",
+            self.error(e.opts[0], f"{shown} takes no values after ';'",
                        "only HudMessage takes a layout after ';'")
         a.op(PRINT_END[func])
         if func == "strparam" and not want:
@@ -1266,10 +1285,12 @@ class Compiler:
         if len(self.functions) > MAX_FUNCTIONS:
             fn = self.functions[MAX_FUNCTIONS]
             self.diag.error(fn.where, f"too many functions: {len(self.functions)}, the limit is "
-                                      f"{MAX_FUNCTIONS}")
+                                      f"{MAX_FUNCTIONS}",
+                            "merge functions (CALL takes a one-byte function index)")
         if len(self.strings) > MAX_STRINGS:
             self.diag.error(Pos(self.file), f"too many distinct strings: {len(self.strings)}, "
-                                            f"the limit is {MAX_STRINGS}")
+                                            f"the limit is {MAX_STRINGS}",
+                            "reuse strings, or print numbers with d: instead of literals")
 
     def assign_map_slots(self) -> None:
         """Scalars first, then arrays, so one MINI chunk never touches an array's slot."""
@@ -1288,7 +1309,8 @@ class Compiler:
             if init is None:
                 mini.append(0)
             elif isinstance(init, A.InitList):
-                self.error(init, f"'{var.name}' is not an array; it takes a single value")
+                self.error(init, f"'{var.name}' is not an array; it takes a single value",
+                           f"write 'int {var.name} = 1;'")
                 mini.append(0)
             else:
                 v = self.direct_value(init)
@@ -1328,17 +1350,20 @@ class Compiler:
                 stride *= d
             if len(lst.items) > dims[level]:
                 self.error(lst.items[dims[level]], f"too many initialisers for '{var.name}' "
-                                                   f"(dimension size {dims[level]})")
+                                                   f"(dimension size {dims[level]})",
+                           "remove the extra values or make the array larger")
                 return
             for i, it in enumerate(lst.items):
                 if level + 1 < len(dims):
                     if not isinstance(it, A.InitList):
-                        self.error(it, f"'{var.name}' needs a nested {{...}} list here")
+                        self.error(it, f"'{var.name}' needs a nested {{...}} list here",
+                                   "write the rows in braces: {{1, 2}, {3, 4}}")
                         continue
                     fill(it, level + 1, base + i * stride)
                 else:
                     if isinstance(it, A.InitList):
-                        self.error(it, "too many levels of braces in the initialiser")
+                        self.error(it, "too many levels of braces in the initialiser",
+                                   "a one-dimensional array takes {1, 2, 3}")
                         continue
                     v = self.direct_value(it)
                     if v is None:
@@ -1392,3 +1417,12 @@ class Compiler:
         magic = b"ACSe" if self.compact else b"ACSE"
         chunk_start = HEADER_SIZE + len(code)
         return magic + struct.pack("<I", chunk_start) + code + b"".join(chunks)
+
+
+# Statement node type -> the Compiler method that generates its code.
+_STATEMENTS = {
+    A.ExprStmt: Compiler.expr_stmt, A.Block: Compiler.block, A.VarDecl: Compiler.local_decl,
+    A.If: Compiler.if_stmt, A.While: Compiler.while_stmt, A.DoWhile: Compiler.do_stmt,
+    A.For: Compiler.for_stmt, A.Switch: Compiler.switch_stmt, A.Jump: Compiler.jump_stmt,
+    A.Empty: Compiler.empty_stmt,
+}

@@ -7,12 +7,13 @@ CompileError with file:line:col and a hint.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from dsl.diagnostics import CompileError, Diagnostic, Pos
+from dsl.diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 
 from . import ast as A
 
@@ -27,6 +28,9 @@ _TERMINAL_TEXT = {
     "STRING": "a string", "CHAR": "a character", "$END": "end of file",
     "ASSIGN_OP": "an assignment", "QUESTION": "'?'", "INCDEC": "'++' or '--'",
 }
+
+
+_TOP_KEYWORDS = ["script", "function", "int", "str", "bool", "global", "world", "special"]
 
 
 def _unquote(tok: Token) -> str:
@@ -325,8 +329,17 @@ def _parser() -> Lark:
     return _PARSER
 
 
+def _terminal_text(name: str) -> str:
+    if name in _TERMINAL_TEXT:
+        return _TERMINAL_TEXT[name]
+    term = _parser().get_terminal(name) if name.isupper() else None
+    if term is not None and term.pattern.type == "str":
+        return repr(term.pattern.value)   # a keyword or punctuation: show its text
+    return name.lower()
+
+
 def _describe(names) -> str:
-    shown = sorted({_TERMINAL_TEXT.get(n, n.lower() if n.isupper() else n) for n in names})
+    shown = sorted({_terminal_text(n) for n in names})
     if len(shown) > 8:
         shown = shown[:8] + ["..."]
     return ", ".join(shown)
@@ -348,12 +361,21 @@ def _syntax_error(e: UnexpectedInput, filename: str, text: str) -> Diagnostic:
             line, col = _end_position(text)
         expected = set(e.expected or ())
         hint = ""
-        if "SEMICOLON" in expected:
+        if tok.type == "$END":
+            hint = "check the braces: a '}' may be missing"
+        elif "SCRIPT" in expected:
+            hint = (did_you_mean(str(tok).lower(), _TOP_KEYWORDS) if tok.type == "NAME" else "") \
+                or "at the top level: a script, function, variable declaration or #directive"
+        elif "SEMICOLON" in expected:
             hint = "a ';' may be missing at the end of the previous statement"
         elif "RPAR" in expected:
             hint = "check the parentheses: a ')' may be missing"
-        elif "RBRACE" in expected or tok.type == "$END":
+        elif "RBRACE" in expected:
             hint = "check the braces: a '}' may be missing"
+        elif "LBRACE" in expected:
+            hint = "a '{' may be missing (a script's flags go after its arguments)"
+        else:
+            hint = "compare with the ACS syntax in docs/acs.md"
         return Diagnostic(Pos(filename, line, col),
                           f"syntax error: unexpected {_token_text(tok)}; expected "
                           f"{_describe(expected)}", hint)
@@ -377,12 +399,43 @@ def _end_position(text: str) -> tuple[int, int]:
     return line, col
 
 
+# After a syntax error, parsing resumes at the next line that starts a script or function,
+# so one run reports the syntax errors of several scripts (up to MAX_SYNTAX_ERRORS).
+_RESUME = re.compile(r"^[ \t]*(script|function)\b", re.I | re.M)
+MAX_SYNTAX_ERRORS = 20
+
+
+def _error_offset(e: UnexpectedInput) -> int | None:
+    if isinstance(e, UnexpectedToken):
+        return None if e.token.type == "$END" else getattr(e.token, "start_pos", None)
+    if isinstance(e, UnexpectedCharacters):
+        return e.pos_in_stream
+    return None
+
+
 def parse(text: str, filename: str = "<acs>") -> list:
     """The top-level items of `text` (Directive/Script/Function/VarDecl/SpecialDecl)."""
-    try:
-        items = _parser().parse(text)
-    except UnexpectedInput as e:
-        raise CompileError([_syntax_error(e, filename, text)]) from None
+    diags: list[Diagnostic] = []
+    offset, line_base = 0, 0
+    items = []
+    while True:
+        try:
+            items = _parser().parse(text[offset:] if offset else text)
+            break
+        except UnexpectedInput as e:
+            d = _syntax_error(e, filename, text[offset:])
+            diags.append(Diagnostic(Pos(filename, d.pos.line + line_base, d.pos.col),
+                                    d.message, d.hint))
+            at = _error_offset(e)
+            if at is None or len(diags) >= MAX_SYNTAX_ERRORS:
+                break
+            m = _RESUME.search(text, offset + at + 1)
+            if m is None:
+                break
+            offset = m.start()
+            line_base = text.count("\n", 0, offset)
+    if diags:
+        raise CompileError(diags)
     for it in items:
         it.file = filename
     return items

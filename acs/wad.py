@@ -13,6 +13,7 @@ import os
 import re
 import struct
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
@@ -50,6 +51,15 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_MAPINFO_MAP = re.compile(r'^\s*map\s+(\S+)\s+"((?:[^"\\]|\\.)*)"', re.I | re.M)
+
+
+def mapinfo_titles(text: str) -> dict[str, str]:
+    """Map name -> title from the `map NAME "title"` lines of a MAPINFO."""
+    return {m.group(1).upper(): re.sub(r"\\(.)", r"\1", m.group(2))
+            for m in _MAPINFO_MAP.finditer(text)}
+
+
 def make_mapinfo(maps: list[MapLump]) -> str:
     """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map."""
     out = []
@@ -71,6 +81,22 @@ def _check_maps(path: str, maps) -> None:
         seen.add(m.name)
         if m.behavior is not None and m.behavior[:3] != b"ACS":
             raise WadError(f"{path}: BEHAVIOR of {m.name} is not a compiled ACS lump")
+
+
+@contextmanager
+def atomic_output(path: str, suffix: str):
+    """Yield a temporary file name beside `path`; it replaces `path` only if the block
+    finishes, and is removed otherwise, so readers never see a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix,
+                               dir=os.path.dirname(os.path.abspath(path)))
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
@@ -99,17 +125,9 @@ def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
             group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
         group["ENDMAP"] = omg.Lump(b"")
         wad.udmfmaps[m.name] = group
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".wad", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_output(path, ".wad") as tmp:
         os.remove(tmp)   # omgifol creates the file itself
         wad.to_file(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def read_wad(path: str) -> WadContents:
@@ -163,4 +181,8 @@ def read_wad(path: str) -> WadContents:
             i = j + 1
             continue
         i += 1
+    if mapinfo is not None:
+        titles = mapinfo_titles(mapinfo)
+        maps = [MapLump(m.name, m.textmap, m.behavior, m.scripts, titles.get(m.name))
+                for m in maps]
     return WadContents(magic.decode(), lumps, maps, mapinfo)

@@ -99,6 +99,13 @@ class Engine:
         if self.game.is_episode_finished():
             raise EngineError(f"{self.wad}: the episode ended (map exited or the player died)")
 
+    def change_map(self, map_name: str) -> None:
+        """Start a new game on another map of the same WAD (a few ms, versus ~0.25 s for a
+        new engine). ACS globals, world and map variables start from zero again."""
+        self.game.set_doom_map(map_name)
+        self.game.new_episode()
+        self.map_name = map_name
+
     def tic(self) -> int:
         return int(self.game.get_episode_time())
 
