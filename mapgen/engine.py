@@ -33,7 +33,7 @@ class Engine:
 
     def __init__(self, wad: str, map_name: str = "MAP01", *, sectors: bool = False,
                  resolution: str = "RES_160X120", render: bool = False,
-                 extra_args: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), buttons: tuple[str, ...] = ()):
         import vizdoom as vzd  # lazy: the engine is a heavy import
 
         self._vzd = vzd
@@ -56,6 +56,9 @@ class Engine:
         game.set_sectors_info_enabled(sectors)
         game.set_episode_timeout(0)
         game.set_mode(vzd.Mode.PLAYER)
+        # Buttons let a test drive the marine as a player would (MOVE_FORWARD, TURN_LEFT...).
+        game.set_available_buttons([getattr(vzd.Button, b) for b in buttons])
+        self.buttons = list(buttons)
         game.set_available_game_variables(
             [getattr(vzd.GameVariable, f"USER{i}") for i in range(1, N_USER_VARS + 1)])
         # ViZDoom writes its config next to the current directory unless told otherwise.
