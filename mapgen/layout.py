@@ -44,6 +44,7 @@ class LaneGeometry:
     y0: float
     segments: list[Segment] = field(default_factory=list)
     lines: list[tuple[float, int, int, int]] = field(default_factory=list)  # x, special, a0, a1
+    line_index: dict[int, int] = field(default_factory=dict)  # lines[i] -> MapModel.lines index
 
     @property
     def length(self) -> float:
@@ -111,111 +112,143 @@ class Layout:
     player: tuple[float, float]
 
 
-def build_layout(circuit: Circuit, title: str = "") -> Layout:
-    m = MapModel()
+def conveyor_tag_for(circuit: Circuit) -> int:
     tags = [l.tag for l in circuit.lights] + [ln.door_tag for ln in circuit.lanes]
-    conveyor = max(tags, default=0) + CONVEYOR_TAG_OFFSET
+    return max(tags, default=0) + CONVEYOR_TAG_OFFSET
 
-    # -- lanes, in columns of at most COLUMN_LANES ---------------------------------------
-    pitch = P.LANE_WIDTH + P.LANE_GAP
-    column_lanes = max(1, (P.COORD_MAX - 256) // pitch)
+
+def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
+                pitch: float = P.LANE_WIDTH + P.LANE_GAP) -> list[LaneGeometry]:
+    """Lanes stacked in +y from (x0, y0); a new column starts before leaving the map."""
+    column_lanes = max(1, int((P.COORD_MAX - 256 - y0) // pitch))
     geoms: list[LaneGeometry] = []
-    x_col = 0.0
-    col_width = 0.0
+    x_col, col_width = x0, 0.0
     for k, lane in enumerate(circuit.lanes):
         row = k % column_lanes
         if k and row == 0:
             x_col += col_width + 256
             col_width = 0.0
-        g = lane_geometry(lane, x_col, row * pitch)
+        g = lane_geometry(lane, x_col, y0 + row * pitch)
         col_width = max(col_width, g.length)
         geoms.append(g)
-    for g in geoms:
-        emit_lane(m, g, conveyor)
+    return geoms
 
-    # -- the hall of lights, below the lanes --------------------------------------------------
-    tile, gap = 48, 16
-    per_row = max(1, min(64, math.ceil(math.sqrt(max(1, len(circuit.lights))) * 2)))
-    rows = math.ceil(len(circuit.lights) / per_row) if circuit.lights else 0
+
+def light_tiles(m: MapModel, lights, names: dict[int, str], x0: float, y1: float,
+                tile: int = 48, gap: int = 16) -> tuple[dict, float]:
+    """The hall of lights: each light a tile in a hall whose top-left corner is (x0, y1).
+    Returns the tiles by tag and the hall's bottom y."""
+    per_row = max(1, min(64, math.ceil(math.sqrt(max(1, len(lights))) * 2)))
+    rows = math.ceil(len(lights) / per_row) if lights else 0
     hall_w = max(512, per_row * (tile + gap) + 2 * gap + 128)
     hall_h = rows * (tile + gap) + 2 * gap + 256
-    hx0, hy1 = 0.0, -128.0
-    hy0 = hy1 - hall_h
+    y0 = y1 - hall_h
     hall = m.sector(Sector(0, 160, 192, comment="hall of lights: each tile's light level is "
                                                 "a neuron's accumulator or value"))
-    m.wall((hx0, hy0), (hx0, hy1), hall)
-    m.wall((hx0, hy1), (hx0 + hall_w, hy1), hall)
-    m.wall((hx0 + hall_w, hy1), (hx0 + hall_w, hy0), hall)
-    m.wall((hx0 + hall_w, hy0), (hx0, hy0), hall)
+    m.wall((x0, y0), (x0, y1), hall)
+    m.wall((x0, y1), (x0 + hall_w, y1), hall)
+    m.wall((x0 + hall_w, y1), (x0 + hall_w, y0), hall)
+    m.wall((x0 + hall_w, y0), (x0, y0), hall)
     tiles = {}
-    names = {n.id: n.name for n in circuit.net.nodes}
-    for i, light in enumerate(circuit.lights):
+    for i, light in enumerate(lights):
         r, c = divmod(i, per_row)
-        tx0 = hx0 + gap + 64 + c * (tile + gap)
-        ty1 = hy1 - gap - r * (tile + gap)
-        ty0 = ty1 - tile
-        tx1 = tx0 + tile
-        sec = m.sector(Sector(0, 160, light.reset, tag=light.tag, floor_tex="FLAT14",
-                              comment=f"{light.role} light of {names[light.node]}"))
-        # Tile edges: the tile on the right (front), the hall behind.
-        m.portal((tx0, ty0), (tx0, ty1), sec, hall)
-        m.portal((tx0, ty1), (tx1, ty1), sec, hall)
-        m.portal((tx1, ty1), (tx1, ty0), sec, hall)
-        m.portal((tx1, ty0), (tx0, ty0), sec, hall)
-        tiles[light.tag] = (tx0, ty0, tx1, ty1)
+        tx0 = x0 + gap + 64 + c * (tile + gap)
+        ty1 = y1 - gap - r * (tile + gap)
+        tiles[light.tag] = inset_sector(
+            m, hall, (tx0, ty1 - tile, tx0 + tile, ty1),
+            Sector(0, 160, light.reset, tag=light.tag, floor_tex="FLAT14",
+                   comment=f"{light.role} light of {names[light.node]}"))
+    return tiles, y0
 
-    # -- the conveyor's control line: its vector is the carrying speed -------------------------
-    cy0 = hy0 - 96
+
+def inset_sector(m: MapModel, around: int, box, s: Sector) -> tuple:
+    """A rectangular sector inside another one (two-sided edges); returns the box."""
+    x0, y0, x1, y1 = box
+    sec = m.sector(s)
+    m.portal((x0, y0), (x0, y1), sec, around)
+    m.portal((x0, y1), (x1, y1), sec, around)
+    m.portal((x1, y1), (x1, y0), sec, around)
+    m.portal((x1, y0), (x0, y0), sec, around)
+    return box
+
+
+def conveyor_control(m: MapModel, conveyor: int, x: float, y: float) -> None:
+    """The Scroll_Floor control line: its vector (+x, SCROLL_LINE_LENGTH) is the speed."""
     ctrl = m.sector(Sector(0, 64, 0, comment="conveyor control"))
     L = P.SCROLL_LINE_LENGTH
-    m.wall((0, cy0), (0, cy0 + 32), ctrl)
-    m.wall((0, cy0 + 32), (L, cy0 + 32), ctrl, special=P.SPECIAL["Scroll_Floor"],
+    m.wall((x, y), (x, y + 32), ctrl)
+    m.wall((x, y + 32), (x + L, y + 32), ctrl, special=P.SPECIAL["Scroll_Floor"],
            args=(conveyor, 4, 2, 0, 0), comment="Scroll_Floor: carries every lane at "
                                                  f"{P.DOLL_SPEED} units per tic")
-    m.wall((L, cy0 + 32), (L, cy0), ctrl)
-    m.wall((L, cy0), (0, cy0), ctrl)
+    m.wall((x + L, y + 32), (x + L, y), ctrl)
+    m.wall((x + L, y), (x, y), ctrl)
 
-    # -- things: every doll first, the real player last ---------------------------------------
+
+def add_things(m: MapModel, geoms: list[LaneGeometry], names: dict[int, str],
+               player: tuple[float, float], angle: int = 90) -> None:
+    """Every doll first, the real player last (the last player-1 start is the player)."""
     for g in geoms:
-        x, y, z = g.spawn
+        x, y, _ = g.spawn
         m.things.append(Thing(x, y, 1, comment=f"doll of {names[g.lane.node]}"))
-    player = (hx0 + 40, hy0 + 40)
-    m.things.append(Thing(player[0], player[1], 1, angle=90, comment="the player"))
+    m.things.append(Thing(player[0], player[1], 1, angle=angle, comment="the player"))
+
+
+def build_layout(circuit: Circuit, title: str = "") -> Layout:
+    m = MapModel()
+    conveyor = conveyor_tag_for(circuit)
+    names = {n.id: n.name for n in circuit.net.nodes}
+    geoms = place_lanes(circuit)
+    for g in geoms:
+        emit_lane(m, g, conveyor)
+    tiles, hall_y0 = light_tiles(m, circuit.lights, names, 0.0, -128.0)
+    conveyor_control(m, conveyor, 0, hall_y0 - 96)
+    player = (40, hall_y0 + 40)
+    add_things(m, geoms, names, player)
     return Layout(circuit, m, geoms, tiles, conveyor, player)
 
 
-def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int) -> None:
+def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = None,
+              ceiling: int | None = None) -> None:
+    """The lane's sectors and lines. With `room`, the lane is a trench cut into that sector
+    (its edges are two-sided, so it can be seen into) and static ceilings are `ceiling`."""
     y0, y1 = g.y0, g.y0 + P.LANE_WIDTH
     secs = []
     for s in g.segments:
+        top = s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA if ceiling is None else ceiling
         if s.kind == "door":
             sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
                          floor_tex="FLAT5_1", ceil_tex="FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
         elif s.kind == "pad":
-            sec = Sector(s.floor, s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA, 160,
-                         floor_tex="FLAT19", ceil_tex=CEIL,
+            sec = Sector(s.floor, top, 160, floor_tex="FLAT19", ceil_tex=CEIL,
                          comment=f"pad of {g.lane.node}: dolls rest here between rides")
         else:
-            sec = Sector(s.floor, s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA, 160, tag=conveyor,
+            sec = Sector(s.floor, top, 160, tag=conveyor,
                          floor_tex=FLOOR if s.kind != "landing" else "FLAT1", ceil_tex=CEIL)
         secs.append(m.sector(sec))
-    m.wall((g.x0, y0), (g.x0, y1), secs[0])                     # start wall
+
+    def edge(a, b, sec):
+        if room is None:
+            m.wall(a, b, sec)
+        else:
+            m.portal(a, b, sec, room, flags=("blocking",))
+
+    edge((g.x0, y0), (g.x0, y1), secs[0])                       # start
     for k, s in enumerate(g.segments):
-        m.wall((s.x0, y1), (s.x1, y1), secs[k])                 # top wall
-        m.wall((s.x1, y0), (s.x0, y0), secs[k])                 # bottom wall
+        edge((s.x0, y1), (s.x1, y1), secs[k])                   # top
+        edge((s.x1, y0), (s.x0, y0), secs[k])                   # bottom
         if k + 1 < len(g.segments):
             m.portal((s.x1, y0), (s.x1, y1), secs[k + 1], secs[k])
     last = g.segments[-1]
-    m.wall((last.x1, y1), (last.x1, y0), secs[-1])              # end wall
+    edge((last.x1, y1), (last.x1, y0), secs[-1])                # end
     # Weighted lines float inside their landing: both sides are the landing sector.
     seg_at = _segment_finder(g)
-    for x, special, a0, a1 in g.lines:
+    for i, (x, special, a0, a1) in enumerate(g.lines):
         sec = secs[seg_at(x)]
         flags = ("playercross", "repeatspecial") if special != P.SPECIAL["Thing_ChangeTID"] \
             else ("playercross",)
-        m.portal((x, y0 + 2), (x, y1 - 2), sec, sec, tex="-", special=special, args=(a0, a1),
-                 flags=flags)
+        g.line_index[i] = m.portal((x, y0 + 2), (x, y1 - 2), sec, sec, tex="-", special=special,
+                                   args=(a0, a1), flags=flags)
 
 
 def _segment_finder(g: LaneGeometry):
