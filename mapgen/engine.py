@@ -47,8 +47,10 @@ class Engine:
         game.set_sound_enabled(False)
         game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
         game.set_screen_format(vzd.ScreenFormat.RGB24)
-        game.set_render_hud(render)
-        game.set_render_weapon(render)
+        # A rendered view shows messages (Print) but no HUD or weapon: screenshots are of
+        # the map.
+        game.set_render_hud(False)
+        game.set_render_weapon(False)
         game.set_render_crosshair(False)
         game.set_render_decals(False)
         game.set_render_particles(False)

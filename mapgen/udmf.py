@@ -56,6 +56,8 @@ class Thing:
     id: int = 0
     z: float = 0.0
     comment: str = ""
+    special: int = 0
+    args: tuple[int, ...] = ()
 
 
 @dataclass
@@ -164,6 +166,11 @@ class MapModel:
                 parts.append(f"angle = {t.angle};")
             if t.id:
                 parts.append(f"id = {t.id};")
+            if t.special:
+                parts.append(f"special = {t.special};")
+                for k, a in enumerate(t.args):
+                    if a:
+                        parts.append(f"arg{k} = {int(a)};")
             parts.append("skill1 = true; skill2 = true; skill3 = true; skill4 = true; "
                          "skill5 = true; single = true; coop = true; dm = true;")
             if t.comment:

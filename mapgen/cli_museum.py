@@ -1,0 +1,49 @@
+"""`build.py museum`: the walk-through digit museum (wads/museum.wad), with screenshots."""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    from .cli_common import add_acc_option
+
+    p.add_argument("-o", "--output", help="WAD to write (default wads/museum.wad)")
+    p.add_argument("--screenshot", action="store_true",
+                   help="also run it and save engine screenshots of the display before and "
+                        "after MUTATE (wads/museum-before.png, wads/museum-after.png)")
+    add_acc_option(p)
+
+
+def run(args) -> int:
+    import os
+
+    from .cli_common import WADS, format_row
+    from .compile import write_wad
+    from .museum import DIGITS, MuseumDriver, build, mutated, pattern
+
+    mm = build(acc=args.acc)
+    out = args.output or os.path.join(WADS, "museum.wad")
+    write_wad(out, [mm.compiled])
+    print(f"{out}: the museum ({len(mm.compiled.circuit.lanes)} dolls, "
+          f"{mm.net.n_connections} connections)")
+    print(mm.compiled.report())
+    if not args.screenshot:
+        return 0
+    from dsl.reference import evaluate
+
+    base = os.path.splitext(out)[0]
+    seven = pattern(7)
+    with MuseumDriver(out, mm.compiled.manifest, render=True) as d:
+        d.set_digit(seven)
+        d.press("READ")
+        before = d.display()
+        d.screenshot(base + "-before.png")
+        d.press("MUTATE")
+        after = d.display()
+        d.screenshot(base + "-after.png")
+        d.press("RESTORE")
+    ref_before = evaluate(mm.net, [seven]).last_outputs()[0].tolist()
+    ref_after = evaluate(mutated(mm.net), [seven]).last_outputs()[0].tolist()
+    print(format_row(seven, before, ref_before) + "  (7)")
+    print(format_row(seven, after, ref_after) + "  (7 after MUTATE reads as "
+          f"{'1' if [v > 100 for v in after] == [s == 1 for s in pattern(1)] else '?'})")
+    print(f"screenshots: {base}-before.png {base}-after.png")
+    return 0 if (before, after) == (ref_before, ref_after) else 1

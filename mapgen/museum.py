@@ -1,0 +1,380 @@
+"""The museum: circuits/museum.dnet as a gallery you can walk through and rewire.
+
+Owns the museum's floor plan, its visitor controls and the driver tests use to play it:
+
+- the **lane hall**: the network's lanes as trenches cut into one big floor, seen from the
+  gallery through a long window; dolls ride them when the machine runs;
+- the **gallery**: seven floor pedals laid out as a seven-segment digit (stepping on one
+  toggles that input; its light shows the state), READ / MUTATE / RESTORE pedals, and the
+  seven-segment **display** in the ceiling, whose sectors are the output neurons'
+  accumulator lights themselves (lit 200, black -120, dim 40 when no digit is recognised);
+- a **plaque** at the window, in front of the line MUTATE rewires, naming the connection;
+- the rest of the lights (inputs, detectors) in a hall of lights off to the side.
+
+The visitor controls are ACS too, but they only toggle inputs, start the machine and swap
+one line's special (SetLineSpecial: the map is rewired, nothing is computed); they never
+read a neuron's light. `ui_violations` checks that.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+
+from dsl import load
+from dsl.ir import Netlist
+
+from . import physics as P
+from .checks import run_all
+from .circuit import lower
+from .compile import CompiledMap, compile_acs
+from .layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
+                     inset_sector, light_tiles, place_lanes)
+from .program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
+from .udmf import MapModel, Sector, Thing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE = os.path.join(ROOT, "circuits", "museum.dnet")
+SEGMENTS = "abcdefg"
+DIGITS = {0: "abcdef", 1: "bc", 2: "abdeg", 3: "abcdg", 4: "bcfg", 5: "acdfg", 6: "acdefg",
+          7: "abc", 8: "abcdefg", 9: "abcdfg"}
+MUTATION = ("digit7", "show_a")      # the connection MUTATE flips from +1 to -1
+
+SCRIPT_PEDAL = 30                    # 30..36: pedal of segment a..g
+SCRIPT_READ = 40
+SCRIPT_MUTATE = 41
+SCRIPT_RESTORE = 42
+SCRIPT_PLAQUE = 43
+SCRIPT_STATUS = 44                   # pedal lights and the mutation flag to USER1..8
+MUTATE_LINE_ID = 500
+SEC_ACT_ENTER = 9998                 # a thing that runs its special when the player enters
+ACS_EXECUTE = 80
+PEDAL_OFF, PEDAL_ON = 96, 255
+
+
+def pattern(digit: int) -> list[int]:
+    return [int(s in DIGITS[digit]) for s in SEGMENTS]
+
+
+def mutated(net: Netlist) -> Netlist:
+    """The netlist MUTATE builds: one connection's weight flipped from +1 to -1."""
+    net = copy.deepcopy(net)
+    src, dst = (net.by_name(n) for n in MUTATION)
+    assert dst.weights[src.id] == 1
+    dst.weights[src.id] = -1
+    from dsl.ranges import analyse
+
+    return analyse(net)
+
+
+@dataclass
+class Spot:
+    name: str
+    x: float
+    y: float
+
+
+@dataclass
+class MuseumMap:
+    compiled: CompiledMap
+    spots: dict[str, Spot]            # pedal centres, the rest spot, the screenshot spot
+    pedal_tags: list[int]
+    display_tags: list[int]
+    mutate_line: int                  # index into the map's lines
+    net: Netlist
+
+
+def _box(cx, cy, w, h):
+    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+
+
+def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dict[str, tuple]:
+    """Boxes of a seven-segment figure centred on (cx, cy)."""
+    half = length / 2 + gap + thick / 2
+    return {
+        "a": _box(cx, cy + 2 * half, length, thick),
+        "g": _box(cx, cy, length, thick),
+        "d": _box(cx, cy - 2 * half, length, thick),
+        "f": _box(cx - half, cy + half, thick, length),
+        "b": _box(cx + half, cy + half, thick, length),
+        "e": _box(cx - half, cy - half, thick, length),
+        "c": _box(cx + half, cy - half, thick, length),
+    }
+
+
+def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
+    net = load(SOURCE)
+    circuit = lower(net)
+    names = {n.id: n.name for n in circuit.net.nodes}
+    m = MapModel()
+    conveyor = conveyor_tag_for(circuit)
+    pedal_tags = [conveyor + 1 + j for j in range(7)]
+
+    # -- the lane hall: trenches cut into one floor ------------------------------------------
+    LX, LY = 256.0, 256.0
+    geoms = place_lanes(circuit, LX, LY)
+    top_floor = max(s.floor for g in geoms for s in g.segments)
+    r_floor = top_floor + 32                          # > 24 above every lane: no way out
+    r_ceil = r_floor + 320
+    rx0, ry0 = LX - 96, LY - 96
+    rx1 = max(g.segments[-1].x1 for g in geoms) + 96
+    ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
+    hall = m.sector(Sector(r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex="F_SKY1",
+                           comment="lane hall: every lane is a trench in this floor"))
+    for g in geoms:
+        emit_lane(m, g, conveyor, room=hall, ceiling=r_ceil)
+
+    # -- the gallery, south of the lane hall, a step up, looking in through a window ----------
+    g_floor = r_floor + 64
+    g_ceil = g_floor + 256
+    gy1, gy0 = ry0, ry0 - 1280
+    cx = (rx0 + rx1) / 2
+    gx0, gx1 = min(rx0, cx - 768), max(rx1, cx + 768)
+    # Dimmer than a lit display segment (200), brighter than a dark one (-120 is black).
+    gallery = m.sector(Sector(g_floor, g_ceil, 160, floor_tex="FLOOR4_8", ceil_tex="FLAT19",
+                              comment="gallery"))
+    m.wall((rx0, ry0), (rx0, ry1), hall)
+    m.wall((rx0, ry1), (rx1, ry1), hall)
+    m.wall((rx1, ry1), (rx1, ry0), hall)
+    # The window: the gallery on its right (south), the lane hall behind; nobody crosses it.
+    m.portal((rx1, ry0), (rx0, ry0), hall, gallery, tex="BROWN96", flags=("blocking",),
+             comment="the window onto the lanes")
+    # Walls keep the gallery on their right: clockwise round it, the window excepted.
+    m.wall((rx1, gy1), (gx1, gy1), gallery, tex="MARBLE1")
+    m.wall((gx1, gy1), (gx1, gy0), gallery, tex="MARBLE1")
+    m.wall((gx1, gy0), (gx0, gy0), gallery, tex="MARBLE1")
+    m.wall((gx0, gy0), (gx0, gy1), gallery, tex="MARBLE1")
+    m.wall((gx0, gy1), (rx0, gy1), gallery, tex="MARBLE1")
+
+    # The display: output accumulators as recessed ceiling panels over the middle.
+    display = _seven(cx, gy0 + 820, 224, 48, 8)
+    tiles = {}
+    display_tags = []
+    for j, s in enumerate(SEGMENTS):
+        node = circuit.net.by_name(f"show_{s}")
+        tag = circuit.acc_light[node.id]
+        light = circuit.light(tag)
+        tiles[tag] = inset_sector(m, gallery, display[s], Sector(
+            g_floor, g_ceil, light.reset, tag=tag, floor_tex="FLAT14", ceil_tex="FLAT2",
+            comment=f"display segment {s}: the accumulator light of show_{s}"))
+        display_tags.append(tag)
+    spots: dict[str, Spot] = {}
+    # The pedals: a seven-segment digit on the floor near the entrance.
+    pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
+    for j, s in enumerate(SEGMENTS):
+        box = pedals[s]
+        inset_sector(m, gallery, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
+                                             floor_tex="FLAT22", comment=f"pedal {s}"))
+        px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
+                              args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
+        spots[s] = Spot(s, px, py)
+    for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
+                                                    ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
+                                                    ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
+        px, py = cx + 420, gy0 + 220 + 200 * k
+        inset_sector(m, gallery, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
+                                                               floor_tex=tex,
+                                                               comment=f"{name} pedal"))
+        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
+                              comment=f"{name} pedal"))
+        spots[name] = Spot(name, px, py)
+    spots["rest"] = Spot("rest", cx, gy0 + 100)
+
+    # -- the mutated line, and a plaque in front of it ----------------------------------------
+    src, dst = (circuit.net.by_name(n) for n in MUTATION)
+    lane = next(g for g in geoms if g.lane.node == src.id)
+    target = circuit.acc_light[dst.id]
+    k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == target)
+    mutate_line = lane.line_index[k]
+    m.lines[mutate_line].id = MUTATE_LINE_ID
+    m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
+    plaque_x = lane.lines[k][0]
+    inset_sector(m, gallery, _box(plaque_x, ry0 - 40, 96, 32),
+                 Sector(g_floor + 2, g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
+    m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
+                          args=(SCRIPT_PLAQUE, 0), comment="plaque"))
+    spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
+    spots["view"] = Spot("view", cx, gy0 + 200)
+    # South of pedal d, facing it: a visitor walking north steps onto d first.
+    spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
+
+    # -- the other lights, the conveyor, the things ---------------------------------------------
+    others = [l for l in circuit.lights if l.tag not in display_tags]
+    more, hall_y0 = light_tiles(m, others, names, rx1 + 512, ry1)
+    tiles.update(more)
+    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
+    add_things(m, geoms, names, (spots["rest"].x, spots["rest"].y), angle=90)
+
+    layout = Layout(circuit, m, geoms, tiles, conveyor, (spots["rest"].x, spots["rest"].y))
+    sched = plan(layout)
+    run_all(layout, sched)
+    machine = acs_source(layout, sched, title)
+    bad = bus_violations(machine)
+    if bad:
+        raise AssertionError(f"museum machine ACS line {bad[0][0]} is not a bus operation")
+    controls = controls_source(pedal_tags, target, dst.name, src.name,
+                               lane.lines[k][3])
+    bad = ui_violations(controls, pedal_tags)
+    if bad:
+        raise AssertionError(f"museum control ACS reads a neuron: {bad[0]}")
+    source = machine + "\n" + controls
+    behavior = compile_acs(source, "museum.acs", acc)
+    info = manifest(layout, sched, title)
+    info["museum"] = {"spots": {k: [v.x, v.y] for k, v in spots.items()},
+                      "read_script": SCRIPT_READ, "status_script": SCRIPT_STATUS}
+    cm = CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior, info)
+    return MuseumMap(cm, spots, pedal_tags, display_tags, mutate_line, net)
+
+
+def controls_source(pedal_tags, target_tag: int, dst: str, src: str, amount: int) -> str:
+    lines = [
+        "// ---------------------------------------------------------------------------------",
+        "// The visitor's controls. Pedals toggle the inputs and start the machine; MUTATE and",
+        "// RESTORE rewire one line. None of them reads or computes a neuron's value: the",
+        "// display in the ceiling is the output accumulators' own light.",
+        "int reads;     // READ presses so far: the machine acknowledges each one",
+        "int mutation;  // 1 while the line is rewired",
+        "",
+    ]
+    for j, s in enumerate(SEGMENTS):
+        t = pedal_tags[j]
+        lines += [
+            f"script {SCRIPT_PEDAL + j} (void)  // pedal {s}: toggle input seg[{j}]",
+            "{",
+            f"    if (in{j}) {{ in{j} = 0; Light_ChangeToValue({t}, {PEDAL_OFF}); }}",
+            f"    else {{ in{j} = 1; Light_ChangeToValue({t}, {PEDAL_ON}); }}",
+            "}",
+            "",
+        ]
+    lines += [
+        f"script {SCRIPT_READ} (void)  // READ: run the machine on the pedals' digit",
+        "{",
+        "    reads = reads + 1;",
+        f"    ACS_Execute({SCRIPT_INFER}, 0, reads);",
+        "}",
+        "",
+        f"script {SCRIPT_MUTATE} (void)  // MUTATE: the line now subtracts, then read again",
+        "{",
+        f"    SetLineSpecial({MUTATE_LINE_ID}, {P.SPECIAL['Light_LowerByValue']}, {target_tag}, "
+        f"{amount}, 0, 0, 0);",
+        "    mutation = 1;",
+        f'    Print(s:"MUTATE: {src} -> {dst} is now -1");',
+        f"    ACS_Execute({SCRIPT_READ}, 0);",
+        "}",
+        "",
+        f"script {SCRIPT_RESTORE} (void)  // RESTORE: the line adds again, then read again",
+        "{",
+        f"    SetLineSpecial({MUTATE_LINE_ID}, {P.SPECIAL['Light_RaiseByValue']}, {target_tag}, "
+        f"{amount}, 0, 0, 0);",
+        "    mutation = 0;",
+        f'    Print(s:"RESTORE: {src} -> {dst} is +1 again");',
+        f"    ACS_Execute({SCRIPT_READ}, 0);",
+        "}",
+        "",
+        f"script {SCRIPT_PLAQUE} (void)  // the plaque at the window",
+        "{",
+        f'    Print(s:"The line in front of you joins {src} to {dst}.\\n'
+        f'MUTATE flips its weight from +1 to -1: a 7 then reads as 1.");',
+        "}",
+        "",
+        f"script {SCRIPT_STATUS} (void)  // pedal lights and the mutation flag, for tests",
+        "{",
+    ]
+    for j, t in enumerate(pedal_tags):
+        lines.append(f"    user{j + 1} = GetSectorLightLevel({t});  // pedal {SEGMENTS[j]}")
+    lines += ["    user8 = mutation;", "    read_ack = reads;", "}", ""]
+    return "\n".join(lines)
+
+
+def ui_violations(source: str, pedal_tags) -> list[str]:
+    """Control statements that read anything but a pedal's light (a neuron, a door)."""
+    bad = []
+    for line in source.splitlines():
+        code = line.split("//", 1)[0]
+        for m in re.finditer(r"GetSector(LightLevel|FloorZ|CeilingZ)\(([^)]*)\)", code):
+            if m.group(1) != "LightLevel" or not m.group(2).strip().isdigit() \
+                    or int(m.group(2)) not in pedal_tags:
+                bad.append(line.strip())
+    return bad
+
+
+class MuseumDriver:
+    """Plays the museum as a visitor: warps onto pedals (or walks), reads the display."""
+
+    def __init__(self, wad: str, info: dict, render: bool = False):
+        from .engine import Engine
+        from .runner import MapRunner
+
+        self.info = info
+        self.spots = info["museum"]["spots"]
+        self.engine = Engine(wad, resolution="RES_640X480" if render else "RES_160X120",
+                             render=render, buttons=("MOVE_FORWARD", "LOOK_UP_DOWN_DELTA"))
+        self.runner = MapRunner(wad, info, engine=self.engine)   # waits for the map's ready
+        self.reads = 0
+
+    def close(self):
+        self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def warp(self, spot: str) -> None:
+        x, y = self.spots[spot]
+        self.engine.command(f"warp {x:g} {y:g}")
+        self.engine.advance(2)
+
+    def press(self, pedal: str) -> None:
+        """Step onto a pedal from the rest spot (leaving it first, so it fires again)."""
+        self.warp("rest")
+        self.warp(pedal)
+        if pedal in ("READ", "MUTATE", "RESTORE"):
+            self.reads += 1
+            self.wait_machine()
+        self.warp("rest")
+
+    def wait_machine(self) -> None:
+        from .engine import EngineError
+
+        need = self.info["inference_tics"] + 2
+        self.engine.advance(need)
+        ack = self.engine.user(self.info["ack_var"])
+        if ack != self.reads:
+            raise EngineError(f"the museum's machine did not finish read {self.reads} in "
+                              f"{need} tics (ack {ack})")
+
+    def status(self) -> tuple[list[int], int]:
+        """(pedal lights a..g, mutation flag)."""
+        self.engine.puke(SCRIPT_STATUS)
+        self.engine.advance(1)
+        u = self.engine.users()
+        return u[:7], u[7]
+
+    def set_digit(self, bits: list[int]) -> None:
+        lights, _ = self.status()
+        for j, want in enumerate(bits):
+            if (lights[j] == PEDAL_ON) != bool(want):
+                self.press(SEGMENTS[j])
+
+    def display(self) -> list[int]:
+        """The display's light levels a..g (the output accumulators), as last computed.
+        Read through the read scripts: the status script reuses USER1..7."""
+        every = self.runner.read_all()
+        return [every[f"value:show_{s}"] for s in SEGMENTS]
+
+    def screenshot(self, path: str, pitch: float = 24.0) -> None:
+        """A PNG of the view from the gallery entrance, looking up at the display."""
+        from PIL import Image
+
+        from .render import save_png
+
+        self.warp("view")
+        self.engine.advance(1, [0.0, pitch])
+        self.engine.advance(3, [0.0, 0.0])
+        img = Image.fromarray(self.engine.screen())
+        save_png(img, path)
+        self.engine.advance(1, [0.0, -pitch])
