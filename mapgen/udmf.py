@@ -185,3 +185,53 @@ def _num(v: float) -> str:
 
 def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def sidedness_errors(m: MapModel, limit: int = 20) -> list[str]:
+    """Lines whose sides face the wrong sectors: a point just right of a line's midpoint must
+    lie inside its front sector (and just left, inside its back sector). Sector areas are
+    taken from their boundary lines by the even-odd rule, so holes count. A map that fails
+    this renders with holes in the world (measured: a gallery wound the wrong way)."""
+    import numpy as np
+
+    edges: dict[int, list[int]] = {}
+    for i, ln in enumerate(m.lines):
+        fs = m.sides[ln.front].sector
+        bs = m.sides[ln.back].sector if ln.back >= 0 else -1
+        if fs == bs:
+            continue  # a line floating inside one sector bounds nothing
+        edges.setdefault(fs, []).append(i)
+        if bs >= 0:
+            edges.setdefault(bs, []).append(i)
+    V = np.array(m.vertices, dtype=float)
+    seg = {s: (V[[m.lines[i].v1 for i in idx]], V[[m.lines[i].v2 for i in idx]])
+           for s, idx in edges.items()}
+
+    def inside(sector: int, p) -> bool:
+        a, b = seg[sector]
+        ya, yb = a[:, 1], b[:, 1]
+        crosses = (ya > p[1]) != (yb > p[1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = a[:, 0] + (p[1] - ya) * (b[:, 0] - a[:, 0]) / (yb - ya)
+        return bool(np.count_nonzero(crosses & (x > p[0])) % 2)
+
+    errors = []
+    for i, ln in enumerate(m.lines):
+        fs = m.sides[ln.front].sector
+        bs = m.sides[ln.back].sector if ln.back >= 0 else -1
+        if fs == bs:
+            continue
+        (x1, y1), (x2, y2) = m.vertices[ln.v1], m.vertices[ln.v2]
+        length = ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5
+        nx, ny = (y2 - y1) / length, -(x2 - x1) / length   # the right-hand normal
+        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+        eps = 0.25
+        if not inside(fs, (mx + eps * nx, my + eps * ny)):
+            errors.append(f"line {i} ({x1:g},{y1:g})->({x2:g},{y2:g}): front sector {fs} "
+                          "is not on its right")
+        if bs >= 0 and not inside(bs, (mx - eps * nx, my - eps * ny)):
+            errors.append(f"line {i} ({x1:g},{y1:g})->({x2:g},{y2:g}): back sector {bs} "
+                          "is not on its left")
+        if len(errors) >= limit:
+            break
+    return errors
