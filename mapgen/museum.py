@@ -243,8 +243,8 @@ def controls_source(pedal_tags, target_tag: int, dst: str, src: str, amount: int
         lines += [
             f"script {SCRIPT_PEDAL + j} (void)  // pedal {s}: toggle input seg[{j}]",
             "{",
-            f"    if (in{j}) {{ in{j} = 0; Light_ChangeToValue({t}, {PEDAL_OFF}); }}",
-            f"    else {{ in{j} = 1; Light_ChangeToValue({t}, {PEDAL_ON}); }}",
+            f"    if (inputs[{j}]) {{ inputs[{j}] = 0; Light_ChangeToValue({t}, {PEDAL_OFF}); }}",
+            f"    else {{ inputs[{j}] = 1; Light_ChangeToValue({t}, {PEDAL_ON}); }}",
             "}",
             "",
         ]

@@ -197,7 +197,8 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.lines.append(f"global int {ACK_VAR}:ack;        // -1: ready; then the last inference done")
     n_in = len(c.net.inputs)
     if n_in:
-        b.lines.append("int " + ", ".join(f"in{k}" for k in range(n_in)) + ";  // inputs, as received")
+        # One map array: the engine has only 128 map variables, and inputs can be many.
+        b.lines.append(f"int inputs[{n_in}];  // the inputs, as received")
     b.blank()
 
     b.open_script(f"script {SCRIPT_OPEN} OPEN")
@@ -219,7 +220,7 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
                 b.comment(f"input slot {arg}: a constant input, nothing to write")
                 continue
             g = layout.lanes[li]
-            b.store(f"in{P.PUKE_ARGS * k + j}", arg, f"input {names[g.lane.node]}")
+            b.store(f"inputs[{P.PUKE_ARGS * k + j}]", arg, f"input {names[g.lane.node]}")
         b.close_script()
         b.blank()
 
@@ -238,7 +239,7 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
             g = layout.lanes[i]
             speed = sched.speeds[i]
             if ph.index == 0:
-                b.write_input(g.lane.door_tag, speed, f"in{g.lane.source[1]}",
+                b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
                               f"input {names[g.lane.node]}")
             else:
                 b.copy(g.lane.door_tag, speed, g.lane.source[1], f"neuron {names[g.lane.node]}")
@@ -294,12 +295,12 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
 # else, in particular no operator applied to a neuron value.
 _INT = r"-?\d+"
 _BUS_FORMS = [
-    rf"Ceiling_MoveToValue\({_INT}, {_INT}, (in\d+|GetSectorLightLevel\({_INT}\)), 0\);",
+    rf"Ceiling_MoveToValue\({_INT}, {_INT}, (inputs\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
     rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
     rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
     rf"user\d+ = GetSectorLightLevel\({_INT}\);",
-    r"in\d+ = [abcd];",
+    r"inputs\[\d+\] = [abcd];",
     rf"Delay\({_INT}\);",
     r"ack = (-1|seq);",
     r"read_ack = token;",
@@ -307,7 +308,7 @@ _BUS_FORMS = [
     r"[{}]",
     r'#include "zcommon.acs"',
     r"global int \d+:\w+;",
-    r"int in\d+(, in\d+)*;",
+    r"int inputs\[\d+\];",
 ]
 _BUS_RE = [__import__("re").compile(f"^{f}$") for f in _BUS_FORMS]
 

@@ -31,7 +31,7 @@ def test_generated_acs_only_moves_values(path):
     "Ceiling_MoveToValue(4, 8, GetSectorLightLevel(3) * 2, 0);",
     "if (GetSectorLightLevel(3) > 0) user1 = 1;",
     "Light_RaiseByValue(3, GetSectorLightLevel(4));",
-    "in0 = a / 2;",
+    "inputs[0] = a / 2;",
     "ack = seq + 1;",
 ])
 def test_computing_on_values_is_caught(line):
