@@ -120,6 +120,19 @@ class Engine:
             raise EngineError(f"console command longer than 128 characters: {text[:40]}...")
         self.game.send_game_command(text)
 
+    def puke_many(self, calls: list[tuple]) -> None:
+        """Start several different scripts in the next tic, chained with ';' into as few
+        console commands as fit (a script already started this tic is not started twice)."""
+        line = ""
+        for script, *args in calls:
+            cmd = " ".join(["puke", str(int(script)), *(str(int(a)) for a in args)])
+            if line and len(line) + 1 + len(cmd) > 128:
+                self.command(line)
+                line = ""
+            line = f"{line};{cmd}" if line else cmd
+        if line:
+            self.command(line)
+
     def puke(self, script: int, *args: int) -> None:
         """Start ACS script `script` with up to 4 int args; it runs during the next tic."""
         if len(args) > 4:

@@ -1,0 +1,72 @@
+"""Tiling: tiles carry values by name only, and 1, 2 or 4 tiles compute the same outputs."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from dsl import load
+from dsl.random_net import mlp
+from dsl.reference import evaluate
+from mapgen.tiles import carry, plan_tiles
+
+
+def ref_tile(tile, inputs):
+    return evaluate(tile.net, [inputs]).last_outputs()[0].tolist()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.lists(st.integers(1, 6), min_size=2, max_size=4),
+       st.sampled_from([1, 2, 3, 4, 6]))
+def test_tiles_compute_what_the_network_does(seed, sizes, n):
+    net = mlp(seed, sizes, in_range=(0, 3), gates=("relu", "step", "lut"), out_gate="relu")
+    computed = sum(1 for x in net.nodes if not x.is_input)
+    if n > computed:
+        return
+    tiles = plan_tiles(net, n_tiles=n)
+    assert len(tiles) == n
+    assert sorted(c for t in tiles for c in t.computes) == sorted(
+        x.name for x in net.nodes if not x.is_input)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        x = [int(v) for v in rng.integers(0, 4, size=len(net.inputs))]
+        assert carry(tiles, x, net, ref_tile) == evaluate(net, [x]).last_outputs()[0].tolist()
+
+
+def test_budget_split_and_merge():
+    net = load(os.path.join(ROOT, "circuits", "hello.dnet"))
+    assert len(plan_tiles(net)) == 1               # it fits one map
+    tiles = plan_tiles(net, max_dolls=20)           # it does not any more
+    assert len(tiles) > 1
+    for t in tiles:
+        assert len(t.net.inputs) + sum(1 for n in t.net.nodes if not n.is_input
+                                       and n.gate.kind != "identity") <= 20 or \
+            len(t.computes) == 1
+
+
+def test_too_many_tiles_is_a_clear_error():
+    from dsl.diagnostics import VoodooError
+    net = load(os.path.join(ROOT, "circuits", "xor.dnet"))
+    with pytest.raises(VoodooError, match="cannot make 9 tiles out of 3 computed nodes"):
+        plan_tiles(net, n_tiles=9)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_forced_tiles_in_the_engine_match_one_map(tmp_path, n):
+    """The same network over 1, 2 and 4 maps, run in two engine processes: all exact."""
+    from mapgen.compile import write_wad
+    from mapgen.runner import run_tiled
+    from mapgen.tiles import compile_tiles
+
+    net = load(os.path.join(ROOT, "circuits", "mlp3.dnet"))
+    tiles = plan_tiles(net, n_tiles=n)
+    maps = compile_tiles(tiles, "mlp3")
+    wad = str(tmp_path / f"mlp3_{n}.wad")
+    write_wad(wad, maps)
+    rng = np.random.default_rng(n)
+    X = rng.integers(0, 4, size=(12, 4)).tolist()
+    got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=4)
+    assert got == evaluate(net, X).last_outputs().tolist()
+    assert tics == len(X) * sum(m.manifest["inference_tics"] + 1 for m in maps)
