@@ -86,7 +86,7 @@ def measure(net, n: int, tmp: str, seed: int = 0):
         engine_ms = (time.perf_counter() - t) / n * 1000
     exact = sum(g == w for g, w in zip(got, ref))
     return dict(dolls=len(cm.circuit.lanes), connections=net.n_connections,
-                lines=sum(len(d.adds) for ln in cm.circuit.lanes for d in ln.doors),
+                lines=sum(len(d.lines) for ln in cm.circuit.lanes for d in ln.doors),
                 tics=cm.schedule.inference_tics, engine_ms=engine_ms, numpy_ms=numpy_ms,
                 dense_ms=dense_ms,
                 compile_s=compile_s, exact=exact, n=n)

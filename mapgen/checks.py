@@ -148,7 +148,7 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
                               "split the network over several maps (tiles)"))
     top = max([l.tag for l in layout.circuit.lights] + [layout.conveyor_tag]
-              + [g.lane.door_tag for g in layout.lanes])
+              + [g.lane.door_tag for g in layout.lanes] + list(layout.circuit.groups))
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))

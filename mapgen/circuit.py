@@ -40,6 +40,7 @@ class Light:
     reset: int             # written at the start of every inference
     lo: int = 0            # proven bounds of the level at any moment
     hi: int = 0
+    groups: list[int] = field(default_factory=list)  # group tags it also carries (moreids)
 
 
 @dataclass
@@ -47,6 +48,9 @@ class Door:
     threshold: int         # the doll passes iff the lane's plane value >= threshold
     delta: int             # the node's value goes up by delta when the doll passes
     adds: list[tuple[int, int]] = field(default_factory=list)  # (light tag, amount)
+    # The lines actually built: (tag, amount), where a tag may be a group tag that several
+    # lights carry, so that one line serves every consumer with the same weight.
+    lines: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Circuit:
     acc_light: dict[int, int]       # node id -> tag of its accumulator light
     value_light: dict[int, int]     # node id -> tag of the light that holds its value
     n_phases: int
+    groups: dict[int, list[int]] = field(default_factory=dict)  # group tag -> light tags
 
     def light(self, tag: int) -> Light:
         return self._by_tag[tag]
@@ -114,8 +119,10 @@ def _door_count(gate, lo: int, hi: int) -> int:
     return hi - lo
 
 
-def lower(net: Netlist, first_tag: int = 1) -> Circuit:
-    """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic)."""
+def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset()) -> Circuit:
+    """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
+    Connections named in `solo` (source name, destination name) get a line of their own,
+    outside any weight group, so that a map can rewire that one connection."""
     net = lower_products(net)
     problems = [n for n in net.nodes if isinstance(n.gate, Spike)]
     if problems:
@@ -247,6 +254,28 @@ def lower(net: Netlist, first_tag: int = 1) -> Circuit:
         lane.door_tag = new_tag()
     for k, lane in enumerate(lanes):
         lane.tid = 1000 + k
+    # Group the consumers of each lane by weight: one line per distinct weight, aimed at a
+    # tag every consumer with that weight carries. A lane feeding 600 neurons with weights
+    # -1..1 needs 3 lines per door instead of 601 (lines are what slows dolls down).
+    solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
+    for lane in lanes:
+        by_w: dict[tuple, list[int]] = {}
+        for t, w in sorted(fanout.get(lane.node, {}).items()):
+            key = (w, t) if (lane.node, t) in solo_tags else (w, 0)
+            by_w.setdefault(key, []).append(t)
+        target = {}
+        for key, members in sorted(by_w.items()):
+            if len(members) == 1:
+                target[key] = members[0]
+                continue
+            g = new_tag()
+            circuit.groups[g] = members
+            for t in members:
+                by_tag[t].groups.append(g)
+            target[key] = g
+        for door in lane.doors:
+            door.lines = [(value_light[lane.node], door.delta)] + [
+                (target[key], key[0] * door.delta) for key in sorted(by_w)]
     return circuit
 
 
@@ -267,6 +296,7 @@ def simulate(circuit: Circuit, x) -> dict[int, int]:
             for door in lane.doors:
                 if value < door.threshold:
                     break
-                for tag, amount in door.adds:
-                    level[tag] += amount
+                for tag, amount in door.lines:
+                    for t in circuit.groups.get(tag, [tag]):
+                        level[t] += amount
     return level

@@ -85,14 +85,16 @@ def read_manifest(path: str) -> dict:
 def resource_report(m: CompiledMap) -> str:
     lay, sched, c = m.layout, m.schedule, m.circuit
     x0, y0, x1, y1 = lay.model.extent()
-    tags = len(c.lights) + len(c.lanes) + 1
-    weighted = sum(len(d.adds) for ln in c.lanes for d in ln.doors)
+    tags = len(c.lights) + len(c.lanes) + len(c.groups) + 1
+    weighted = sum(len(d.lines) for ln in c.lanes for d in ln.doors)
+    connections = sum(len(d.adds) for ln in c.lanes for d in ln.doors)
     rows = [
         ("map", f"{m.name} \"{m.title}\""),
         ("neurons", f"{len(c.net.nodes)} nodes, {c.net.n_connections} connections"),
         ("dolls", f"{len(c.lanes)} (one per lane)"),
         ("doors", f"{sum(len(ln.doors) for ln in c.lanes)}"),
-        ("weighted lines", f"{weighted}"),
+        ("weighted lines", f"{weighted} (for {connections} door-to-light additions; "
+                           f"{len(c.groups)} weight groups)"),
         ("lights", f"{len(c.lights)}"),
         ("sectors", f"{len(lay.model.sectors)}"),
         ("linedefs", f"{len(lay.model.lines)}"),

@@ -82,13 +82,13 @@ def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
         g.segments.append(Segment(x, x + P.DOOR_DEPTH, f, "door", k))
         x += P.DOOR_DEPTH
         lx = x + P.LINE_LEAD
-        for tag, amount in door.adds:
+        for tag, amount in door.lines:
             if amount > 0:
                 g.lines.append((lx, P.SPECIAL["Light_RaiseByValue"], tag, amount))
             else:
                 g.lines.append((lx, P.SPECIAL["Light_LowerByValue"], tag, -amount))
             lx += P.LINE_SPACING
-        landing = P.LINE_LEAD + (len(door.adds) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
+        landing = P.LINE_LEAD + (len(door.lines) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
         g.segments.append(Segment(x, x + landing, f, "landing", k))
         x += landing
         if k + 1 < len(lane.doors):
@@ -113,7 +113,8 @@ class Layout:
 
 
 def conveyor_tag_for(circuit: Circuit) -> int:
-    tags = [l.tag for l in circuit.lights] + [ln.door_tag for ln in circuit.lanes]
+    tags = ([l.tag for l in circuit.lights] + [ln.door_tag for ln in circuit.lanes]
+            + list(circuit.groups))
     return max(tags, default=0) + CONVEYOR_TAG_OFFSET
 
 
@@ -156,7 +157,8 @@ def light_tiles(m: MapModel, lights, names: dict[int, str], x0: float, y1: float
         ty1 = y1 - gap - r * (tile + gap)
         tiles[light.tag] = inset_sector(
             m, hall, (tx0, ty1 - tile, tx0 + tile, ty1),
-            Sector(0, 160, light.reset, tag=light.tag, floor_tex="FLAT14",
+            Sector(0, 160, light.reset, tag=light.tag, more_tags=tuple(light.groups),
+                   floor_tex="FLAT14",
                    comment=f"{light.role} light of {names[light.node]}"))
     return tiles, y0
 

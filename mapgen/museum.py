@@ -105,7 +105,7 @@ def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dic
 
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
     net = load(SOURCE)
-    circuit = lower(net)
+    circuit = lower(net, solo={MUTATION})
     names = {n.id: n.name for n in circuit.net.nodes}
     m = MapModel()
     conveyor = conveyor_tag_for(circuit)
@@ -156,7 +156,8 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
         tag = circuit.acc_light[node.id]
         light = circuit.light(tag)
         tiles[tag] = inset_sector(m, gallery, display[s], Sector(
-            g_floor, g_ceil, light.reset, tag=tag, floor_tex="FLAT14", ceil_tex="FLAT2",
+            g_floor, g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
+            floor_tex="FLAT14", ceil_tex="FLAT2",
             comment=f"display segment {s}: the accumulator light of show_{s}"))
         display_tags.append(tag)
     spots: dict[str, Spot] = {}

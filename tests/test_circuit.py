@@ -93,3 +93,24 @@ def test_identity_neurons_have_no_lane_and_compose_weights():
     x0 = next(l for l in c.lanes if c.net.nodes[l.node].name == "x[0]")
     assert dict(x0.doors[0].adds)[r_acc] == 6        # 3 * 2
     assert c.light(r_acc).reset == 3 * 1 + 2         # 3 * bias(i) + bias(r)
+
+
+def test_weight_groups_share_lines_and_solo_connections_keep_theirs():
+    from dsl.parser import parse
+
+    net = parse("input x : 0..2\nneuron o[4] : identity\nlines x -> o dense [[1], [1], [1], [-2]]\n"
+                "output o", "g.dnet")
+    c = lower(net)
+    (lane,) = c.lanes
+    assert [len(d.lines) for d in lane.doors] == [3, 3]   # value, the +1 group, the -2 one
+    (group,) = c.groups.values()
+    assert len(group) == 3
+    c2 = lower(net, solo={("x", "o[1]")})
+    assert [len(d.lines) for d in c2.lanes[0].doors] == [4, 4]
+    solo_tag = c2.acc_light[c2.net.by_name("o[1]").id]
+    assert (solo_tag, 1) in c2.lanes[0].doors[0].lines
+    for circuit in (c, c2):
+        for x in range(3):
+            levels = simulate(circuit, [x])
+            assert [levels[circuit.acc_light[circuit.net.by_name(f"o[{k}]").id]]
+                    for k in range(4)] == [x, x, x, -2 * x]

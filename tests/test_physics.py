@@ -15,7 +15,7 @@ def _lane(m, doors, conveyor_tag=9, door_tag=8, tid=77):
     """One lane built by the real layout code: doors is [(threshold, [(light tag, amount)])]."""
     from mapgen.circuit import Door, Lane
     from mapgen.layout import emit_lane, lane_geometry
-    lane = Lane(0, 0, [Door(t, 1, adds) for t, adds in doors], 0, 0, 0, ("input", 0),
+    lane = Lane(0, 0, [Door(t, 1, adds, lines=adds) for t, adds in doors], 0, 0, 0, ("input", 0),
                 door_tag=door_tag, tid=tid)
     g = lane_geometry(lane, 0, 0)
     emit_lane(m, g, conveyor_tag)
