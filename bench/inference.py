@@ -99,7 +99,7 @@ def main() -> int:
     n = 40 if args.quick else 200
     sizes = [[12, 16, 6], [32, 64, 10], [100, 200, 10]] if args.quick else \
         [[12, 16, 6], [32, 64, 10], [64, 128, 10], [150, 300, 10], [300, 600, 10],
-         [600, 900, 10], [800, 1200, 10]]
+         [500, 1000, 10], [700, 1300, 10]]
     with tempfile.TemporaryDirectory() as tmp:
         print("scaling: random MLPs (inputs 0..3, hidden relu(s=4, max=3), weights -1..1)")
         print(f"{'sizes':>18} {'dolls':>6} {'conns':>7} {'lines':>7} {'tics':>5} "

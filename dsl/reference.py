@@ -25,6 +25,7 @@ class Result:
     net: Netlist
     acc: np.ndarray    # (batch, steps, nodes): the accumulator before the gate
     value: np.ndarray  # (batch, steps, nodes): the node's value
+    state: np.ndarray | None = None  # (batch, steps, nodes): a spike's membrane after the step
 
     @property
     def outputs(self) -> np.ndarray:
@@ -97,6 +98,7 @@ def evaluate(net: Netlist, inputs) -> Result:
     N = len(net.nodes)
     acc = np.zeros((batch, steps, N), dtype=dt)
     val = np.zeros((batch, steps, N), dtype=dt)
+    mem = np.zeros((batch, steps, N), dtype=dt)
     lv = levels(net)
     # Per level: a dense weight matrix (level nodes x all nodes) and the bias vector.
     mats = []
@@ -143,10 +145,11 @@ def evaluate(net: Netlist, inputs) -> Result:
                     y = np.where(fire, 1, 0).astype(dt)
                     u = np.where(fire, u - g.threshold if g.reset is None else g.reset, u)
                     state[nid] = np.maximum(u - g.leak, 0)
+                    mem[:, t, nid] = state[nid]
                 else:
                     raise TypeError(g)
                 V[:, nid] = y
-    return Result(net, acc, val)
+    return Result(net, acc, val, mem)
 
 
 def evaluate_one(net: Netlist, inputs: list[int]) -> dict[str, int]:

@@ -41,6 +41,9 @@ class Light:
     lo: int = 0            # proven bounds of the level at any moment
     hi: int = 0
     groups: list[int] = field(default_factory=list)  # group tags it also carries (moreids)
+    # A spiking neuron's membrane keeps its level from one time step to the next: it is
+    # reset to `reset` only when a new sequence begins.
+    persistent: bool = False
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Door:
     # The lines actually built: (tag, amount), where a tag may be a group tag that several
     # lights carry, so that one line serves every consumer with the same weight.
     lines: list[tuple[int, int]] = field(default_factory=list)
+    # Lines that set a light to a constant (a spike's reset of its membrane), after the adds.
+    sets: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -61,9 +66,17 @@ class Lane:
     base: int              # the node's value when the doll passes no door
     plane_lo: int          # range of the value ACS writes to the door ceilings
     plane_hi: int
-    source: tuple          # ("input", k) or ("light", acc tag)
+    source: tuple          # ("input", k), ("light", acc tag) or ("none",) for a clock lane
     door_tag: int = 0
     tid: int = 0
+    role: str = "gate"     # gate; fire / leak (a spiking neuron's two lanes); clock
+    # Lines crossed on every ride, before the first door: (tag, amount) adds, then sets.
+    prelude: list[tuple[int, int]] = field(default_factory=list)
+    prelude_sets: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return {"gate": "", "fire": "", "leak": " (leak)", "clock": " (clock)"}[self.role]
 
 
 @dataclass
@@ -124,17 +137,6 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection."""
     net = lower_products(net)
-    problems = [n for n in net.nodes if isinstance(n.gate, Spike)]
-    if problems:
-        raise CompileError([Diagnostic(n.pos, f"spiking neuron '{n.name}' cannot be built "
-                                              "into a map yet",
-                                       "the reference evaluates it (build.py eval); map "
-                                       "lowering covers relu, step, lut, identity, product")
-                            for n in problems])
-    if net.steps != 1:
-        raise CompileError([Diagnostic(net.nodes[0].pos, f"a {net.steps}-step netlist cannot "
-                                       "be built into a map yet", "use steps 1")])
-
     tag = first_tag
 
     def new_tag() -> int:
@@ -148,7 +150,9 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     for n in net.nodes:
         if not n.is_input:
             acc_light[n.id] = new_tag()
-            lights.append(Light(acc_light[n.id], n.id, "acc", 0))
+            spike = isinstance(n.gate, Spike)
+            lights.append(Light(acc_light[n.id], n.id, "membrane" if spike else "acc",
+                                n.gate.init if spike else 0, persistent=spike))
             if isinstance(n.gate, Identity):
                 value_light[n.id] = acc_light[n.id]
         if not isinstance(n.gate, Identity):
@@ -185,8 +189,43 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     base_of: dict[int, int] = {}
     phase_of: dict[int, int] = {}
     bad: list[Diagnostic] = []
+    clock: list[tuple[int, int]] = []   # (membrane, node): gets its per-step constant
+
+    def spike_lanes(n, phase: int) -> None:
+        """A spiking neuron: its membrane light M integrates like an accumulator but is not
+        reset between steps. A clock doll adds the per-step constant; the fire lane (one door
+        at the threshold, read from M) adds 1 to the value light, w to each consumer and
+        resets M; the leak lane (read from M after firing) adds max(u - leak, 0) - u to M."""
+        g = n.gate
+        M = acc_light[n.id]
+        st = net.state_range[n.id]
+        base, steps = staircase(Step(g.threshold), st.lo, st.hi)
+        base_of[n.id] = base
+        phase_of[n.id] = phase
+        clock.append((M, n.id))
+        fire = (M, -g.threshold) if g.reset is None else None
+        reset = None if g.reset is None else (M, g.reset)
+        if base:  # it fires on every step: the membrane effect needs no door
+            lanes.append(Lane(n.id, phase, [], base, st.lo, st.hi, ("light", M), role="fire",
+                              prelude=[fire] if fire else [],
+                              prelude_sets=[reset] if reset else []))
+        elif steps:
+            adds = [(value_light[n.id], 1)] + sorted(fanout.get(n.id, {}).items())
+            door = Door(g.threshold, 1, adds + ([fire] if fire else []),
+                        sets=[reset] if reset else [])
+            lanes.append(Lane(n.id, phase, [door], 0, st.lo, st.hi, ("light", M), role="fire"))
+        leak = Lut(st.lo, tuple(max(u - g.leak, 0) - u for u in range(st.lo, st.hi + 1)))
+        lbase, lsteps = staircase(leak, st.lo, st.hi)
+        if lbase or lsteps:
+            lanes.append(Lane(n.id, phase + 1, [Door(t, d, [(M, d)]) for t, d in lsteps], 0,
+                              st.lo, st.hi, ("light", M), role="leak",
+                              prelude=[(M, lbase)] if lbase else []))
     for n in net.nodes:
         if isinstance(n.gate, Identity):
+            continue
+        if isinstance(n.gate, Spike):
+            phase = 1 + max((phase_of[r] for r in expand[n.id]), default=0)
+            spike_lanes(n, phase)
             continue
         if n.is_input:
             plo, phi = n.gate.lo, n.gate.hi
@@ -222,21 +261,36 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     if bad:
         raise CompileError(bad)
 
-    # Reset values: the constant part plus every source's base value.
+    # Reset values: the constant part plus every source's base value. A membrane gets that
+    # constant from the clock doll on every step instead.
+    step_const = {}
     for x, ws in expand.items():
-        by_tag[acc_light[x]].reset = const[x] + sum(w * base_of[r] for r, w in ws.items())
+        c = const[x] + sum(w * base_of[r] for r, w in ws.items())
+        if isinstance(net.nodes[x].gate, Spike):
+            step_const[acc_light[x]] = c
+        else:
+            by_tag[acc_light[x]].reset = c
+    clock_adds = [(M, step_const[M]) for M, _ in clock if step_const[M]]
+    if clock_adds:
+        lanes.insert(0, Lane(clock[0][1], 0, [], 0, 0, 0, ("none",), role="clock",
+                             prelude=clock_adds))
     for n in net.nodes:
         if not isinstance(n.gate, Identity):
             by_tag[value_light[n.id]].reset = base_of[n.id]
 
     # Proven bounds of every light at any moment: the reset value plus, for every lane that
     # adds to it, the lowest and highest running total of that lane's additions.
-    lo = {l.tag: l.reset for l in lights}
-    hi = dict(lo)
+    # A membrane starts a step anywhere in its state range.
+    lo = {l.tag: (net.state_range[l.node].lo if l.persistent else l.reset) for l in lights}
+    hi = {l.tag: (net.state_range[l.node].hi if l.persistent else l.reset) for l in lights}
     for lane in lanes:
         running: dict[int, int] = {}
         low: dict[int, int] = {}
         high: dict[int, int] = {}
+        for t, amount in lane.prelude:
+            running[t] = running.get(t, 0) + amount
+            low[t] = min(low.get(t, 0), running[t])
+            high[t] = max(high.get(t, 0), running[t])
         for door in lane.doors:
             for t, amount in door.adds:
                 running[t] = running.get(t, 0) + amount
@@ -259,6 +313,8 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     # -1..1 needs 3 lines per door instead of 601 (lines are what slows dolls down).
     solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
     for lane in lanes:
+        if lane.role == "clock":
+            continue
         by_w: dict[tuple, list[int]] = {}
         for t, w in sorted(fanout.get(lane.node, {}).items()):
             key = (w, t) if (lane.node, t) in solo_tags else (w, 0)
@@ -273,30 +329,53 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
             for t in members:
                 by_tag[t].groups.append(g)
             target[key] = g
+        if lane.role == "leak":
+            for door in lane.doors:
+                door.lines = list(door.adds)
+            continue
         for door in lane.doors:
             door.lines = [(value_light[lane.node], door.delta)] + [
                 (target[key], key[0] * door.delta) for key in sorted(by_w)]
+            if lane.role == "fire":  # the subtracting reset of the membrane, if any
+                door.lines += [a for a in door.adds if a[0] == acc_light[lane.node]]
     return circuit
 
 
-def simulate(circuit: Circuit, x) -> dict[int, int]:
-    """What the map computes, without the engine: every light's level after an inference.
+def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[int, int]:
+    """What the map computes, without the engine: every light's level after one step.
 
     Dolls pass exactly the doors whose threshold their plane value reaches; each passed
-    door adds its amounts. Used by tests to check the lowering against the reference, so
+    door adds its amounts. `state` carries membranes from the previous step of a sequence
+    (None starts a new one). Used by tests to check the lowering against the reference, so
     that engine tests only have the physics left to prove.
     """
-    level = {l.tag: l.reset for l in circuit.lights}
+    level = {l.tag: (state[l.tag] if l.persistent and state is not None else l.reset)
+             for l in circuit.lights}
+
+    def add(tag, amount):
+        for t in circuit.groups.get(tag, [tag]):
+            level[t] += amount
+
     for phase in range(circuit.n_phases):
-        for lane in circuit.lanes:
+        # Every door of the phase is written before any of its dolls rides.
+        values = {}
+        for k, lane in enumerate(circuit.lanes):
+            if lane.phase == phase:
+                kind = lane.source[0]
+                values[k] = (int(x[lane.source[1]]) if kind == "input" else
+                             level[lane.source[1]] if kind == "light" else 0)
+        for k, lane in enumerate(circuit.lanes):
             if lane.phase != phase:
                 continue
-            kind, src = lane.source
-            value = int(x[src]) if kind == "input" else level[src]
+            for tag, amount in lane.prelude:
+                add(tag, amount)
+            for tag, v in lane.prelude_sets:
+                level[tag] = v
             for door in lane.doors:
-                if value < door.threshold:
+                if values[k] < door.threshold:
                     break
                 for tag, amount in door.lines:
-                    for t in circuit.groups.get(tag, [tag]):
-                        level[t] += amount
+                    add(tag, amount)
+                for tag, v in door.sets:
+                    level[tag] = v
     return level

@@ -39,10 +39,11 @@ def run(args) -> int:
 
     from .cli_common import compile_file, default_wad, format_row, progress
     from .compile import write_wad
-    from .runner import MapRunner, compare
+    from .runner import MapRunner, compare, compare_sequence
 
     net, cm = compile_file(args.file, args.acc)
-    rows = [parse_vector(t) for t in args.input] + random_inputs(net, args.random, args.seed)
+    rows = [parse_vector(t) for t in args.input] + random_inputs(
+        net, args.random * (net.steps if net.steps > 1 else 1), args.seed)
     if not rows:
         raise VoodooError("give at least one --input (or --random N)")
     for r in rows:
@@ -61,9 +62,17 @@ def run(args) -> int:
           f"inference; outputs {', '.join(names)}")
     exact = 0
     with MapRunner(out, cm.manifest) as runner:
-        for x in progress(rows, len(rows), "inferences"):
-            c = compare(runner, net, lowered, x, debug=args.debug)
-            print(format_row(x, c.engine, c.reference)
+        if net.steps > 1:
+            # A spiking netlist: the inputs are one sequence, a row per time step.
+            if len(rows) != net.steps:
+                raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once "
+                                  "per step")
+            results = compare_sequence(runner, net, lowered, rows, debug=args.debug)
+        else:
+            results = (compare(runner, net, lowered, x, debug=args.debug)
+                       for x in progress(rows, len(rows), "inferences"))
+        for c in results:
+            print(format_row(c.inputs, c.engine, c.reference)
                   + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
             exact += c.exact
     print(f"{exact}/{len(rows)} {'EXACT' if exact == len(rows) else 'MISMATCH'}")

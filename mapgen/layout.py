@@ -68,27 +68,45 @@ class LaneGeometry:
         return self.segments[-1].x1 - P.DOLL_RADIUS - self.start[0]
 
 
+def _line(lx: float, tag: int, amount: int) -> tuple[float, int, int, int]:
+    if amount > 0:
+        return lx, P.SPECIAL["Light_RaiseByValue"], tag, amount
+    return lx, P.SPECIAL["Light_LowerByValue"], tag, -amount
+
+
 def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
     g = LaneGeometry(lane, x0, y0)
-    floors = [d.threshold - P.DOLL_HEIGHT for d in lane.doors]
+    floors = [d.threshold - P.DOLL_HEIGHT for d in lane.doors] or [0]
     x = x0
     g.segments.append(Segment(x, x + P.SPAWN_LENGTH, floors[0], "spawn"))
     g.lines.append((x0 + P.TID_LINE_OFFSET, P.SPECIAL["Thing_ChangeTID"], 0, lane.tid))
     x += P.SPAWN_LENGTH
     g.segments.append(Segment(x, x + P.PAD_LENGTH, floors[0], "pad"))
     x += P.PAD_LENGTH
+    prelude = [_line(0, t, a) for t, a in lane.prelude if a] + [
+        (0, P.SPECIAL["Light_ChangeToValue"], t, v) for t, v in lane.prelude_sets]
+    if prelude:
+        # Lines every ride crosses, on a landing of their own before the first door.
+        lx = x + P.LINE_LEAD
+        for _, special, a0, a1 in prelude:
+            g.lines.append((lx, special, a0, a1))
+            lx += P.LINE_SPACING
+        landing = P.LINE_LEAD + (len(prelude) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
+        g.segments.append(Segment(x, x + landing, floors[0], "landing", -1))
+        x += landing
     for k, door in enumerate(lane.doors):
         f = floors[k]
         g.segments.append(Segment(x, x + P.DOOR_DEPTH, f, "door", k))
         x += P.DOOR_DEPTH
         lx = x + P.LINE_LEAD
         for tag, amount in door.lines:
-            if amount > 0:
-                g.lines.append((lx, P.SPECIAL["Light_RaiseByValue"], tag, amount))
-            else:
-                g.lines.append((lx, P.SPECIAL["Light_LowerByValue"], tag, -amount))
+            g.lines.append(_line(lx, tag, amount))
             lx += P.LINE_SPACING
-        landing = P.LINE_LEAD + (len(door.lines) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
+        for tag, v in door.sets:  # after the adds: a spike's membrane reset
+            g.lines.append((lx, P.SPECIAL["Light_ChangeToValue"], tag, v))
+            lx += P.LINE_SPACING
+        n = len(door.lines) + len(door.sets)
+        landing = P.LINE_LEAD + (n - 1) * P.LINE_SPACING + P.LANDING_CLEAR
         g.segments.append(Segment(x, x + landing, f, "landing", k))
         x += landing
         if k + 1 < len(lane.doors):

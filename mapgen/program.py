@@ -29,6 +29,7 @@ from .layout import Layout
 
 SCRIPT_OPEN = 1
 SCRIPT_INFER = 2
+SCRIPT_BEGIN = 3
 SCRIPT_INPUT_BASE = 10
 SCRIPT_READ_BASE = 100
 ACK_VAR = 60
@@ -97,7 +98,8 @@ def plan(layout: Layout) -> Schedule:
     readable = []
     for n in net.nodes:
         if n.id in c.acc_light and c.acc_light[n.id] != c.value_light.get(n.id):
-            readable.append((c.acc_light[n.id], f"acc:{n.name}"))
+            role = c.light(c.acc_light[n.id]).role
+            readable.append((c.acc_light[n.id], f"{role}:{n.name}"))
         readable.append((c.value_light[n.id], f"value:{n.name}"))
     read_batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
     init = INIT_TICS
@@ -207,7 +209,7 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.delay(sched.init_tics, "every doll has crossed its naming line")
     for g in layout.lanes:
         x, y, z = g.start
-        b.park(g.lane.tid, x, y, z, names[g.lane.node])
+        b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
     b.ack("ack", "-1")
     b.close_script()
     b.blank()
@@ -224,11 +226,22 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.close_script()
         b.blank()
 
+    persistent = [l for l in c.lights if l.persistent]
+    if persistent:
+        b.open_script(f"script {SCRIPT_BEGIN} (void)")
+        b.comment("A new sequence: spiking membranes back to their initial level (start this\n"
+                  "script in the same tic as the first step's inference).")
+        for light in persistent:
+            b.reset_light(light.tag, light.reset, f"membrane of {names[light.node]}")
+        b.close_script()
+        b.blank()
+
     b.open_script(f"script {SCRIPT_INFER} (int seq)")
     b.delay(1, "the input scripts started with this one have stored their arguments")
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in c.lights:
-        b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
+        if not light.persistent:
+            b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
         # Every doll waits on its pad, away from its doors: a doll inside a door sector
@@ -238,19 +251,23 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         for i in ph.lanes:
             g = layout.lanes[i]
             speed = sched.speeds[i]
-            if ph.index == 0:
+            if g.lane.source[0] == "none":
+                continue  # a clock lane has no doors
+            if g.lane.source[0] == "input":
                 b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
                               f"input {names[g.lane.node]}")
             else:
-                b.copy(g.lane.door_tag, speed, g.lane.source[1], f"neuron {names[g.lane.node]}")
+                b.copy(g.lane.door_tag, speed, g.lane.source[1],
+                       f"neuron {names[g.lane.node]}{g.lane.label}")
         b.delay(ph.copy_tics, "door ceilings reach their values")
         for i in ph.lanes:
-            b.release(layout.lanes[i].lane.tid, names[layout.lanes[i].lane.node])
+            lane = layout.lanes[i].lane
+            b.release(lane.tid, names[lane.node] + lane.label)
         b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
         for i in ph.lanes:
             g = layout.lanes[i]
             x, y, z = g.start
-            b.park(g.lane.tid, x, y, z, names[g.lane.node])
+            b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")
@@ -280,6 +297,8 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "input_ranges": [list(r) for r in c.net.input_ranges()],
         "input_scripts": [SCRIPT_INPUT_BASE + k for k in range(len(sched.input_batches))],
         "infer_script": SCRIPT_INFER,
+        "steps": c.net.steps,
+        "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights) else None,
         "inference_tics": sched.inference_tics,
         "init_tics": sched.init_tics,
         "ack_var": ACK_VAR, "read_ack_var": READ_ACK_VAR,
@@ -304,7 +323,7 @@ _BUS_FORMS = [
     rf"Delay\({_INT}\);",
     r"ack = (-1|seq);",
     r"read_ack = token;",
-    r"script \d+ (OPEN|\((int \w+(, int \w+)*)?\))",
+    r"script \d+ (OPEN|\((int \w+(, int \w+)*|void)?\))",
     r"[{}]",
     r'#include "zcommon.acs"',
     r"global int \d+:\w+;",

@@ -72,8 +72,12 @@ def render(layout: Layout, values: dict[int, int] | None = None, inputs=None,
     if values is not None:
         for g in layout.lanes:
             lane = g.lane
-            v = values.get(lane.source[1]) if lane.source[0] == "light" else (
-                None if inputs is None else int(inputs[lane.source[1]]))
+            if lane.source[0] == "light":
+                v = values.get(lane.source[1])
+            elif lane.source[0] == "input":
+                v = None if inputs is None else int(inputs[lane.source[1]])
+            else:
+                v = 0  # a clock lane: no doors, it always rides to the end
             if v is not None:
                 passed[id(g)] = sum(1 for door in lane.doors if v >= door.threshold)
     for g in layout.lanes:
@@ -102,7 +106,8 @@ def render(layout: Layout, values: dict[int, int] | None = None, inputs=None,
         d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=DOLL)
         if scale > 0.25:
             tx, ty = pt(g.x0 - 4, yb)
-            d.text((max(0, tx - 60 * scale), ty), names[g.lane.node], fill=(200, 200, 200),
+            d.text((max(0, tx - 60 * scale), ty), names[g.lane.node] + g.lane.label,
+                   fill=(200, 200, 200),
                    font=_font(max(8, int(14 * scale * 2))))
     d.text((8, 6), title or layout.circuit.net.name, fill=(230, 230, 230), font=_font(16))
     legend = [(DOOR_OPEN, "door passed"), (DOOR, "door closed"), (PLUS, "line +w"),

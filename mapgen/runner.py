@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Identity, Netlist
+from dsl.ir import Identity, Netlist, Spike
 
 from .engine import Engine, EngineError
 
@@ -46,8 +46,9 @@ class MapRunner:
     def __exit__(self, *exc):
         self.close()
 
-    def infer(self, x) -> list[int]:
-        """One inference; returns the output values in declared order."""
+    def infer(self, x, first: bool = False) -> list[int]:
+        """One inference (one time step); returns the output values in declared order.
+        `first` begins a new sequence: spiking membranes go back to their initial level."""
         info = self.info
         x = [int(v) for v in x]
         if len(x) != len(info["inputs"]):
@@ -57,8 +58,9 @@ class MapRunner:
             if not lo <= v <= hi:
                 raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
         self.seq += 1
-        self.engine.puke_many([(script, *x[4 * k:4 * k + 4])
-                               for k, script in enumerate(info["input_scripts"])]
+        begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
+        self.engine.puke_many(begin + [(script, *x[4 * k:4 * k + 4])
+                                       for k, script in enumerate(info["input_scripts"])]
                               + [(info["infer_script"], self.seq)])
         self.engine.advance(info["inference_tics"] + 1)
         self.tics += info["inference_tics"] + 1
@@ -99,18 +101,48 @@ class Comparison:
         return self.engine == self.reference and self.first_divergence is None
 
 
-def reference_labels(net: Netlist, lowered: Netlist, x) -> dict[str, int]:
-    """The reference value of every readable light label, from the lowered netlist."""
+def reference_labels(net: Netlist, lowered: Netlist, x, step: int = -1) -> dict[str, int]:
+    """The reference value of every readable light label, from the lowered netlist. For a
+    sequence, `x` holds every step's inputs and `step` picks the step."""
     from dsl.reference import evaluate
 
     res = evaluate(lowered, [x])
     out = {}
     for n in lowered.nodes:
-        out[f"value:{n.name}"] = int(res.value[0, 0, n.id])
+        out[f"value:{n.name}"] = int(res.value[0, step, n.id])
         # An identity neuron's accumulator is its value: one light, one label.
-        if not n.is_input and not isinstance(n.gate, Identity):
-            out[f"acc:{n.name}"] = int(res.acc[0, 0, n.id])
+        if isinstance(n.gate, Spike):
+            out[f"membrane:{n.name}"] = int(res.state[0, step, n.id])
+        elif not n.is_input and not isinstance(n.gate, Identity):
+            out[f"acc:{n.name}"] = int(res.acc[0, step, n.id])
     return out
+
+
+def compare_sequence(runner: MapRunner, net: Netlist, lowered: Netlist, xs,
+                     debug: bool = False) -> list[Comparison]:
+    """A multi-step netlist: one sequence of inputs, compared step by step."""
+    from dsl.reference import evaluate
+
+    ref = evaluate(net, [xs]).value[0][:, net.outputs].tolist()
+    out = []
+    for t, x in enumerate(xs):
+        eng = runner.infer(x, first=(t == 0))
+        cmp = Comparison(list(x), eng, [int(v) for v in ref[t]])
+        if debug:
+            got = runner.read_all()
+            want = reference_labels(net, lowered, xs, step=t)
+            cmp.first_divergence = _first_divergence(lowered, got, want)
+        out.append(cmp)
+    return out
+
+
+def _first_divergence(lowered: Netlist, got: dict, want: dict) -> str | None:
+    for n in lowered.nodes:  # dependency order: the first difference is the cause
+        for role in ("acc", "membrane", "value"):
+            label = f"{role}:{n.name}"
+            if label in got and got[label] != want[label]:
+                return f"{label} engine {got[label]} reference {want[label]}"
+    return None
 
 
 def compare(runner: MapRunner, net: Netlist, lowered: Netlist, x, debug: bool = False) -> Comparison:
@@ -120,15 +152,8 @@ def compare(runner: MapRunner, net: Netlist, lowered: Netlist, x, debug: bool = 
     ref = [int(v) for v in evaluate(net, [x]).last_outputs()[0]]
     cmp = Comparison(list(x), eng, ref)
     if debug:
-        got = runner.read_all()
-        want = reference_labels(net, lowered, x)
-        for n in lowered.nodes:  # dependency order: the first difference is the cause
-            for label in (f"acc:{n.name}", f"value:{n.name}"):
-                if label in got and got[label] != want[label]:
-                    cmp.first_divergence = f"{label} engine {got[label]} reference {want[label]}"
-                    break
-            if cmp.first_divergence:
-                break
+        cmp.first_divergence = _first_divergence(lowered, runner.read_all(),
+                                                 reference_labels(net, lowered, x))
     return cmp
 
 

@@ -13,7 +13,7 @@ from mapgen.museum import build
 from mapgen.udmf import MapModel, Sector, sidedness_errors
 
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
-            if "spike" not in p]
+            ]
 
 
 @pytest.mark.parametrize("path", CIRCUITS, ids=os.path.basename)

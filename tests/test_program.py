@@ -10,7 +10,7 @@ from mapgen.compile import compile_netlist
 from mapgen.program import bus_violations
 
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
-            if "spike" not in p and "mnist" not in p]
+            if "mnist" not in p]
 
 
 @pytest.mark.parametrize("path", CIRCUITS, ids=os.path.basename)
