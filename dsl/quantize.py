@@ -429,30 +429,30 @@ def engine_cost(net) -> EngineCost:
     """
     from .ir import Identity
 
+    def folded(i: int) -> bool:  # an identity neuron: mapgen folds it into its consumers
+        return isinstance(net.nodes[i].gate, Identity) and not net.nodes[i].is_input
+
     consumers: dict[int, int] = {}
     for n in net.nodes:
+        if any(folded(src) for src in n.weights):
+            raise VoodooError(f"engine_cost: '{n.name}' reads an identity neuron; only "
+                              "layers whose identity neurons are outputs are costed")
         for src in n.weights:
             consumers[src] = consumers.get(src, 0) + 1
     dolls = lines = doors = 0
-    lo, hi, widest = 0, 0, ""
     for n in net.nodes:
-        if isinstance(n.gate, Identity) and not n.is_input:
-            if any(isinstance(net.nodes[s].gate, Identity) and not net.nodes[s].is_input
-                   for s in n.weights):
-                raise VoodooError("engine_cost does not fold chains of identity neurons")
-        r = net.acc_range[n.id]
-        if not n.is_input and (r.hi - r.lo > hi - lo or not widest):
-            lo, hi, widest = r.lo, r.hi, n.name
-        if isinstance(n.gate, Identity):
+        if folded(n.id):
             continue
+        r = net.acc_range[n.id]
         d = _doors(n.gate, r.lo, r.hi)
         if d:
             dolls += 1
             doors += d
             lines += d * (1 + consumers.get(n.id, 0))
-    lo = min(net.acc_range[n.id].lo for n in net.nodes if not n.is_input)
-    hi = max(net.acc_range[n.id].hi for n in net.nodes if not n.is_input)
-    return EngineCost(dolls, lines, doors, lo, hi, widest)
+    neurons = [n for n in net.nodes if not n.is_input]
+    widest = max(neurons, key=lambda n: net.acc_range[n.id].hi - net.acc_range[n.id].lo)
+    return EngineCost(dolls, lines, doors, min(net.acc_range[n.id].lo for n in neurons),
+                      max(net.acc_range[n.id].hi for n in neurons), widest.name)
 
 
 def check_engine_fit(net, acc_limit: int = ACC_LIMIT, max_lines: int = MAX_LINES,

@@ -176,7 +176,16 @@ def test_engine_cost_counts_by_hand():
     # h[1] acc 0..3: a door at 2 only (4 > 3) x (2 + 1).
     assert (cost.dolls, cost.doors, cost.lines) == (4, 10, 6 + 9 + 9 + 3)
     # h[0] reaches 0..6; o[2] = -h[1] reaches -1..0.
-    assert (cost.acc_lo, cost.acc_hi) == (-1, 6)
+    assert (cost.acc_lo, cost.acc_hi) == (-1, 6) and cost.widest == "h[0]"
+    chain = parse("""
+        input x[2] : 0..3
+        neuron h[2] : identity
+        lines x -> h dense [[1, 1], [0, 1]]
+        neuron o : relu(s=2, max=3) = h[0] - h[1]
+        output o
+    """)
+    with pytest.raises(VoodooError, match="'o' reads an identity neuron"):
+        engine_cost(chain)
 
 
 # ---------------------------------------------------------------------------- small model
