@@ -195,14 +195,18 @@ class IntMLP:
             m[2].bias.copy_(torch.from_numpy(self.b2.astype(np.float64)))
         return m
 
-    def to_netlist(self, name: str, comment: str = ""):
-        """(Netlist, .dnet text), through dsl.torch_import."""
-        from .parser import parse
+    def to_netlist(self, name: str):
+        """The validated Netlist, imported with dsl.from_torch (the one import path)."""
+        from .torch_import import from_torch
+
+        return from_torch(self.torch_model(), (0, self.levels), [self.s], [self.L], name)
+
+    def to_dnet(self, name: str, comment: str = "") -> str:
+        """The same network as .dnet text (what from_torch parses), with a comment header."""
         from .torch_import import to_dnet
 
-        text = to_dnet(self.torch_model(), (0, self.levels), [self.s], [self.L], name,
+        return to_dnet(self.torch_model(), (0, self.levels), [self.s], [self.L], name,
                        comment)
-        return parse(text, f"<{name}>"), text
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"w1": self.w1, "b1": self.b1, "s": np.int64(self.s), "L": np.int64(self.L),
@@ -566,14 +570,11 @@ def build(cfg: Config = FULL, data_dir: str | None = None, progress: bool = True
         atomic_write(path, buf.getvalue())
     y = split.test_labels
     float_acc = float((float_predict(trained.float_params, x_test, cfg.levels) == y).mean())
-    net, _ = trained.model.to_netlist(cfg.name)
+    net = trained.model.to_netlist(cfg.name)
     out = evaluate(net, x_test).last_outputs()
     int_acc = float((np.asarray(out, dtype=np.int64).argmax(1) == y).mean())
-    _, text = trained.model.to_netlist(cfg.name, _header(cfg, t, trained.model, float_acc,
-                                                          int_acc, split.source))
-    from .parser import parse
-
-    net = parse(text, f"<{cfg.name}>")
+    text = trained.model.to_dnet(cfg.name, _header(cfg, t, trained.model, float_acc, int_acc,
+                                                   split.source))
     cost = check_engine_fit(net) if check else engine_cost(net)
     return Built(cfg, net, text, t, trained.model, float_acc, int_acc, cost, split.source)
 
@@ -643,7 +644,7 @@ def main(argv=None) -> int:
     p.add_argument("--small", action="store_true", help="the small CI model only")
     p.add_argument("--sweep", action="store_true", help="every configuration of the sweep")
     p.add_argument("--write-small", action="store_true",
-                   help=f"rewrite {os.path.relpath(SMALL_PATH, ROOT)} from a fresh training")
+                   help=f"rewrite {os.path.relpath(SMALL_PATH, ROOT)} (trained, or from the cache)")
     p.add_argument("--no-cache", action="store_true", help="retrain even if cached")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)

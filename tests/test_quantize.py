@@ -82,7 +82,7 @@ def test_quantised_netlist_equals_numpy(quick, split):
     m = quick.model
     assert m.w1.shape == (12, 100) and m.w2.shape == (10, 12)
     assert np.abs(m.w1).max() <= QUICK.wmax and np.abs(m.w2).max() <= QUICK.wmax
-    net, text = m.to_netlist("quick")
+    net, text = m.to_netlist("quick"), m.to_dnet("quick")
     x = InputTransform.of(QUICK)(split.test_images)
     ours = evaluate(net, x).last_outputs().astype(np.int64)
     theirs = numpy_forward(x, m.w1, m.b1, m.s, m.L, m.w2, m.b2)
@@ -123,6 +123,11 @@ def test_build_caches_trained_weights(tmp_path, monkeypatch, split):
     x = first.transform(split.test_images)
     out = evaluate(first.net, x).last_outputs().astype(np.int64)
     assert first.int_acc == float((out.argmax(1) == split.test_labels).mean())
+    # The text (what --write-small saves) is the same network as the netlist.
+    from dsl.parser import parse
+
+    assert np.array_equal(evaluate(parse(first.text), x).last_outputs(), out)
+    assert first.text.startswith("# quick: an integer MLP")
 
 
 # ---------------------------------------------------------------------------- budgets
@@ -141,11 +146,11 @@ def test_small_model_fits_and_matches_the_lowering():
 def test_too_large_models_fail_the_check(quick):
     m = quick.model
     big = IntMLP(m.w1 * 2000, m.b1, m.s, m.L, m.w2, m.b2, m.levels)
-    net, _ = big.to_netlist("big")
+    net = big.to_netlist("big")
     with pytest.raises(VoodooError) as e:
         check_engine_fit(net)
     assert "accumulator of 'h1[" in str(e.value) and "does not fit the engine" in str(e.value)
-    fine, _ = m.to_netlist("fine")
+    fine = m.to_netlist("fine")
     cost = check_engine_fit(fine)
     with pytest.raises(VoodooError, match="weighted lines >"):
         check_engine_fit(fine, max_lines=cost.lines - 1)
@@ -153,10 +158,10 @@ def test_too_large_models_fail_the_check(quick):
         check_engine_fit(fine, max_dolls=cost.dolls - 1)
     wide = IntMLP(m.w1, m.b1, m.s, 31, m.w2, m.b2, m.levels)
     with pytest.raises(VoodooError, match="clamps at 31 > 15"):
-        check_engine_fit(wide.to_netlist("wide")[0])
+        check_engine_fit(wide.to_netlist("wide"))
     deep = IntMLP(m.w1, m.b1, m.s, m.L, m.w2, m.b2, 15)
     with pytest.raises(VoodooError, match="has 16 levels > 8"):
-        check_engine_fit(deep.to_netlist("deep")[0])
+        check_engine_fit(deep.to_netlist("deep"))
 
 
 def test_engine_cost_counts_by_hand():
