@@ -502,6 +502,7 @@ class Built:
     int_acc: float             # the netlist's reference on the same digits
     cost: EngineCost
     source: str
+    float_test_pred: np.ndarray | None = None  # the float model's answers on the test digits
 
 
 def _header(cfg: Config, t: InputTransform, m: IntMLP, float_acc: float, int_acc: float,
@@ -569,14 +570,16 @@ def build(cfg: Config = FULL, data_dir: str | None = None, progress: bool = True
 
         atomic_write(path, buf.getvalue())
     y = split.test_labels
-    float_acc = float((float_predict(trained.float_params, x_test, cfg.levels) == y).mean())
+    float_pred = float_predict(trained.float_params, x_test, cfg.levels)
+    float_acc = float((float_pred == y).mean())
     net = trained.model.to_netlist(cfg.name)
     out = evaluate(net, x_test).last_outputs()
     int_acc = float((np.asarray(out, dtype=np.int64).argmax(1) == y).mean())
     text = trained.model.to_dnet(cfg.name, _header(cfg, t, trained.model, float_acc, int_acc,
                                                    split.source))
     cost = check_engine_fit(net) if check else engine_cost(net)
-    return Built(cfg, net, text, t, trained.model, float_acc, int_acc, cost, split.source)
+    return Built(cfg, net, text, t, trained.model, float_acc, int_acc, cost, split.source,
+                 float_pred)
 
 
 def build_mnist_model(data_dir: str | None = None, progress: bool = True, config: Config = FULL):

@@ -137,9 +137,16 @@ def conveyor_tag_for(circuit: Circuit) -> int:
 
 
 def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
-                pitch: float = P.LANE_WIDTH + P.LANE_GAP) -> list[LaneGeometry]:
-    """Lanes stacked in +y from (x0, y0); a new column starts before leaving the map."""
+                pitch: float = P.LANE_WIDTH + P.LANE_GAP, square: bool = True
+                ) -> list[LaneGeometry]:
+    """Lanes stacked in +y from (x0, y0), in columns. With `square`, about as many columns
+    as make the map square (easier to look at, in the engine and in pictures); always a new
+    column before leaving the map."""
     column_lanes = max(1, int((P.COORD_MAX - 256 - y0) // pitch))
+    if square and circuit.lanes:
+        mean = sum(lane_geometry(l, 0, 0).length for l in circuit.lanes) / len(circuit.lanes)
+        column_lanes = min(column_lanes, max(8, math.ceil(math.sqrt(
+            len(circuit.lanes) * (mean + 256) / pitch))))
     geoms: list[LaneGeometry] = []
     x_col, col_width = x0, 0.0
     for k, lane in enumerate(circuit.lanes):

@@ -113,7 +113,7 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
 
     # -- the lane hall: trenches cut into one floor ------------------------------------------
     LX, LY = 256.0, 256.0
-    geoms = place_lanes(circuit, LX, LY)
+    geoms = place_lanes(circuit, LX, LY, square=False)  # one column, seen from the gallery
     top_floor = max(s.floor for g in geoms for s in g.segments)
     r_floor = top_floor + 32                          # > 24 above every lane: no way out
     r_ceil = r_floor + 320

@@ -166,7 +166,12 @@ _WORKER: dict = {}
 
 
 def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]]) -> None:
-    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=Engine(wad, "MAP01"))
+    from multiprocessing.util import Finalize
+
+    engine = Engine(wad, "MAP01")
+    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine)
+    # Close the engine when the worker exits, or its process outlives us.
+    Finalize(engine, engine.close, exitpriority=10)
 
 
 def _tile_worker_run(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
@@ -201,11 +206,18 @@ def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int 
     results: dict[int, list[int]] = {}
     total_tics = 0
     ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io)) as pool:
+    pool = ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io))
+    try:
         for done in pool.imap_unordered(_tile_worker_run, chunks):
             for idx, values, tics in done:
                 results[idx] = [values[n] for n in names_out]
                 total_tics += tics
             if progress:
                 progress(len(done))
+        pool.close()   # workers exit normally and close their engines
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     return [results[i] for i in range(len(X))], total_tics
