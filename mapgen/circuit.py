@@ -287,15 +287,10 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
         running: dict[int, int] = {}
         low: dict[int, int] = {}
         high: dict[int, int] = {}
-        for t, amount in lane.prelude:
+        for t, amount in lane.prelude + [a for door in lane.doors for a in door.adds]:
             running[t] = running.get(t, 0) + amount
             low[t] = min(low.get(t, 0), running[t])
             high[t] = max(high.get(t, 0), running[t])
-        for door in lane.doors:
-            for t, amount in door.adds:
-                running[t] = running.get(t, 0) + amount
-                low[t] = min(low.get(t, 0), running[t])
-                high[t] = max(high.get(t, 0), running[t])
         for t in running:
             lo[t] += low[t]
             hi[t] += high[t]

@@ -169,12 +169,9 @@ def light_tiles(m: MapModel, lights, names: dict[int, str], x0: float, y1: float
     hall_w = max(512, per_row * (tile + gap) + 2 * gap + 128)
     hall_h = rows * (tile + gap) + 2 * gap + 256
     y0 = y1 - hall_h
-    hall = m.sector(Sector(0, 160, 192, comment="hall of lights: each tile's light level is "
-                                                "a neuron's accumulator or value"))
-    m.wall((x0, y0), (x0, y1), hall)
-    m.wall((x0, y1), (x0 + hall_w, y1), hall)
-    m.wall((x0 + hall_w, y1), (x0 + hall_w, y0), hall)
-    m.wall((x0 + hall_w, y0), (x0, y0), hall)
+    hall = m.rect_sector(x0, y0, x0 + hall_w, y1, Sector(
+        0, 160, 192, comment="hall of lights: each tile's light level is a neuron's "
+                             "accumulator or value"))
     tiles = {}
     for i, light in enumerate(lights):
         r, c = divmod(i, per_row)
@@ -189,26 +186,18 @@ def light_tiles(m: MapModel, lights, names: dict[int, str], x0: float, y1: float
 
 
 def inset_sector(m: MapModel, around: int, box, s: Sector) -> tuple:
-    """A rectangular sector inside another one (two-sided edges); returns the box."""
-    x0, y0, x1, y1 = box
-    sec = m.sector(s)
-    m.portal((x0, y0), (x0, y1), sec, around)
-    m.portal((x0, y1), (x1, y1), sec, around)
-    m.portal((x1, y1), (x1, y0), sec, around)
-    m.portal((x1, y0), (x0, y0), sec, around)
+    """A rectangular sector inside another one; returns the box."""
+    m.rect_sector(*box, s, around=around)
     return box
 
 
 def conveyor_control(m: MapModel, conveyor: int, x: float, y: float) -> None:
     """The Scroll_Floor control line: its vector (+x, SCROLL_LINE_LENGTH) is the speed."""
-    ctrl = m.sector(Sector(0, 64, 0, comment="conveyor control"))
-    L = P.SCROLL_LINE_LENGTH
-    m.wall((x, y), (x, y + 32), ctrl)
-    m.wall((x, y + 32), (x + L, y + 32), ctrl, special=P.SPECIAL["Scroll_Floor"],
-           args=(conveyor, 4, 2, 0, 0), comment="Scroll_Floor: carries every lane at "
-                                                 f"{P.DOLL_SPEED} units per tic")
-    m.wall((x + L, y + 32), (x + L, y), ctrl)
-    m.wall((x + L, y), (x, y), ctrl)
+    m.rect_sector(x, y, x + P.SCROLL_LINE_LENGTH, y + 32,
+                  Sector(0, 64, 0, comment="conveyor control"))
+    top = m.lines[-3]  # (x, y+32) -> (x+L, y+32): the +x vector is the carrying speed
+    top.special, top.args = P.SPECIAL["Scroll_Floor"], (conveyor, 4, 2, 0, 0)
+    top.comment = f"Scroll_Floor: carries every lane at {P.DOLL_SPEED} units per tic"
 
 
 def add_things(m: MapModel, geoms: list[LaneGeometry], names: dict[int, str],

@@ -101,13 +101,17 @@ class MapModel:
         self.lines.append(Line(self.vertex(*a), self.vertex(*b), f, k, **kw))
         return len(self.lines) - 1
 
-    def rect_sector(self, x0, y0, x1, y1, s: Sector, tex: str = WALL) -> int:
-        """A closed rectangular sector with walls all round."""
+    def rect_sector(self, x0, y0, x1, y1, s: Sector, tex: str = WALL,
+                    around: int | None = None) -> int:
+        """A rectangular sector: closed by walls, or, inside sector `around`, bounded by
+        two-sided lines (a tile in a floor, a pedal, a display panel)."""
         sec = self.sector(s)
-        self.wall((x0, y0), (x0, y1), sec, tex)
-        self.wall((x0, y1), (x1, y1), sec, tex)
-        self.wall((x1, y1), (x1, y0), sec, tex)
-        self.wall((x1, y0), (x0, y0), sec, tex)
+        corners = [(x0, y0), (x0, y1), (x1, y1), (x1, y0)]
+        for a, b in zip(corners, corners[1:] + corners[:1]):  # clockwise: inside on the right
+            if around is None:
+                self.wall(a, b, sec, tex)
+            else:
+                self.portal(a, b, sec, around)
         return sec
 
     def extent(self) -> tuple[float, float, float, float]:
