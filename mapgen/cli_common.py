@@ -28,7 +28,7 @@ def default_wad(net_name: str) -> str:
 
 def progress(iterable, total: int, desc: str):
     """tqdm on a terminal or in CI logs; quiet when asked (VOODOO_QUIET=1)."""
-    if os.environ.get("VOODOO_QUIET"):
+    if os.environ.get("VOODOO_QUIET") or total < 20:  # a few rows print fast enough
         return iterable
     from tqdm import tqdm
 
