@@ -7,7 +7,7 @@ requantisation floor(y / s) and clamp to 0..L after each ReLU.
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a pinned requirement: its absence must fail, not skip
 from torch import nn  # noqa: E402
 
 from dsl import from_torch  # noqa: E402

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a pinned requirement: its absence must fail, not skip
 
 from dsl.diagnostics import VoodooError  # noqa: E402
 from dsl.mnist import load_split  # noqa: E402
