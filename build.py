@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except Exception as e:  # a bug of ours, not the user's input
         if os.environ.get("VOODOO_DEBUG"):
             raise

@@ -13,13 +13,27 @@ def add_acc_option(p) -> None:
                    help="ACS compiler: ours (default) or the real acc on PATH / $ACC")
 
 
-def compile_file(path: str, acc: str = "internal", title: str | None = None):
+def add_tiles_option(p) -> None:
+    p.add_argument("--tiles", metavar="N|auto",
+                   help="split the network over several maps: N maps, or 'auto' for as many "
+                        "as its size needs (default: one map)")
+
+
+def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None):
+    """(netlist, compiled maps, tiles or None) for a netlist file."""
     from dsl import load
+    from dsl.diagnostics import VoodooError
 
     from .compile import compile_netlist
+    from .tiles import compile_tiles, plan_tiles
 
     net = load(path)
-    return net, compile_netlist(net, title=title, acc=acc)
+    if tiles is None:
+        return net, [compile_netlist(net, title=title, acc=acc)], None
+    if tiles != "auto" and not (tiles.isdigit() and int(tiles) >= 1):
+        raise VoodooError(f"--tiles {tiles}: give a number of maps (1, 2, ...) or 'auto'")
+    plan = plan_tiles(net, n_tiles=None if tiles == "auto" else int(tiles))
+    return net, compile_tiles(plan, title or net.name, acc=acc), plan
 
 
 def default_wad(net_name: str) -> str:

@@ -3,26 +3,29 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from .cli_common import add_acc_option
+    from .cli_common import add_acc_option, add_tiles_option
 
     p.add_argument("file", help=".dnet or .json netlist")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
     p.add_argument("--title", help="map title shown by the engine (default: network name)")
-    p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here")
+    p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here "
+                                                 "(the first map's, when tiled)")
+    add_tiles_option(p)
     add_acc_option(p)
 
 
 def run(args) -> int:
     from dsl.util import atomic_write
 
-    from .cli_common import compile_file, default_wad
+    from .cli_common import build_maps, default_wad
     from .compile import write_wad
 
-    net, cm = compile_file(args.file, args.acc, args.title)
+    net, maps, tiles = build_maps(args.file, args.tiles, args.acc, args.title)
     out = args.output or default_wad(net.name)
-    write_wad(out, [cm])
+    write_wad(out, maps, net, tiles)
     if args.acs:
-        atomic_write(args.acs, cm.acs.encode())
-    print(f"{out}: compiled {args.file}")
-    print(cm.report())
+        atomic_write(args.acs, maps[0].acs.encode())
+    print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else ""))
+    for m in maps:
+        print(m.report())
     return 0

@@ -67,7 +67,7 @@ def run(args) -> int:
     tiles = plan_tiles(net, n_tiles=args.tiles)
     maps = compile_tiles(tiles, "MNIST", acc=args.acc)
     out = args.output or os.path.join(WADS, "mnist.wad")
-    write_wad(out, maps)
+    write_wad(out, maps, net, tiles)
     compile_s = time.perf_counter() - t0
     print(f"{out}: {net.name}, {len(tiles)} tile(s), compiled in {compile_s:.1f} s")
     for t, m in zip(tiles, maps):

@@ -21,7 +21,7 @@ def run(args) -> int:
 
     mm = build(acc=args.acc)
     out = args.output or os.path.join(WADS, "museum.wad")
-    write_wad(out, [mm.compiled])
+    write_wad(out, [mm.compiled], mm.net)
     print(f"{out}: the museum ({len(mm.compiled.circuit.lanes)} dolls, "
           f"{mm.net.n_connections} connections)")
     print(mm.compiled.report())

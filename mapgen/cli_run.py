@@ -1,19 +1,22 @@
-"""`build.py run FILE --input 1,0,3`: compile, run in the engine, compare with the reference."""
+"""`build.py run FILE --input 1,0,3`: run a netlist (compiled first) or a VoodooNet WAD in the
+engine and compare every output with the integer reference."""
 from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from .cli_common import add_acc_option
+    from .cli_common import add_acc_option, add_tiles_option
 
-    p.add_argument("file", help=".dnet or .json netlist")
+    p.add_argument("file", help=".dnet or .json netlist, or a WAD built by `compile`")
     p.add_argument("--input", "-i", action="append", default=[],
-                   help="comma-separated input values (repeat for several inferences)")
+                   help="comma-separated input values (repeat for several inferences, or for "
+                        "each time step of a spiking netlist)")
     p.add_argument("--random", type=int, default=0, metavar="N",
                    help="also run N random inputs (seeded, range edges first)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--debug", action="store_true",
-                   help="read back every node and name the first one that differs")
+                   help="read back every node and name the first one that differs (one map)")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
+    add_tiles_option(p)
     add_acc_option(p)
 
 
@@ -35,13 +38,18 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 def run(args) -> int:
     from dsl.cli_eval import parse_vector
     from dsl.diagnostics import VoodooError
-    from dsl.lower import lower_products
 
-    from .cli_common import compile_file, default_wad, format_row, progress
-    from .compile import write_wad
-    from .runner import MapRunner, compare, compare_sequence
+    from .cli_common import build_maps, default_wad
+    from .compile import load_wad, write_wad
 
-    net, cm = compile_file(args.file, args.acc)
+    if args.file.lower().endswith(".wad"):
+        loaded = load_wad(args.file)
+        net, out = loaded.net, args.file
+    else:
+        net, maps, tiles = build_maps(args.file, args.tiles, args.acc)
+        out = args.output or default_wad(net.name)
+        write_wad(out, maps, net, tiles)
+        loaded = load_wad(out)
     rows = [parse_vector(t) for t in args.input] + random_inputs(
         net, args.random * (net.steps if net.steps > 1 else 1), args.seed)
     if not rows:
@@ -54,26 +62,48 @@ def run(args) -> int:
             if not lo <= v <= hi:
                 raise VoodooError(f"--input: {net.nodes[nid].name} = {v} is outside its "
                                   f"declared range {lo}..{hi}")
-    out = args.output or default_wad(net.name)
-    write_wad(out, [cm])
-    lowered = lower_products(net)
     names = [net.nodes[o].name for o in net.outputs]
-    print(f"{out}: {len(cm.circuit.lanes)} dolls, {cm.schedule.inference_tics} tics per "
-          f"inference; outputs {', '.join(names)}")
+    tics = sum(i["inference_tics"] for i in loaded.infos)
+    print(f"{out}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
+          f"{', '.join(names)}")
+    results = _run_one_map(loaded, rows, args.debug) if len(loaded.infos) == 1 else \
+        _run_tiled(loaded, rows)
     exact = 0
-    with MapRunner(out, cm.manifest) as runner:
+    from .cli_common import format_row
+    for c in results:
+        print(format_row(c.inputs, c.engine, c.reference)
+              + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
+        exact += c.exact
+    print(f"{exact}/{len(rows)} {'EXACT' if exact == len(rows) else 'MISMATCH'}")
+    return 0 if exact == len(rows) else 1
+
+
+def _run_one_map(loaded, rows, debug):
+    from dsl.diagnostics import VoodooError
+    from dsl.lower import lower_products
+
+    from .cli_common import progress
+    from .runner import MapRunner, compare, compare_sequence
+
+    net = loaded.net
+    lowered = lower_products(net)
+    with MapRunner(loaded.path, loaded.infos[0]) as runner:
         if net.steps > 1:
             # A spiking netlist: the inputs are one sequence, a row per time step.
             if len(rows) != net.steps:
                 raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once "
                                   "per step")
-            results = compare_sequence(runner, net, lowered, rows, debug=args.debug)
-        else:
-            results = (compare(runner, net, lowered, x, debug=args.debug)
-                       for x in progress(rows, len(rows), "inferences"))
-        for c in results:
-            print(format_row(c.inputs, c.engine, c.reference)
-                  + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
-            exact += c.exact
-    print(f"{exact}/{len(rows)} {'EXACT' if exact == len(rows) else 'MISMATCH'}")
-    return 0 if exact == len(rows) else 1
+            return compare_sequence(runner, net, lowered, rows, debug=debug)
+        return [compare(runner, net, lowered, x, debug=debug)
+                for x in progress(rows, len(rows), "inferences")]
+
+
+def _run_tiled(loaded, rows):
+    from dsl.reference import evaluate
+
+    from .runner import Comparison, run_tiled
+
+    got, _ = run_tiled(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
+                       workers=min(2, len(rows)), chunk=max(1, len(rows) // 4))
+    ref = evaluate(loaded.net, rows).last_outputs().tolist()
+    return [Comparison(list(x), g, r) for x, g, r in zip(rows, got, ref)]

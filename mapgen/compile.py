@@ -15,6 +15,7 @@ from .layout import Layout, build_layout
 from .program import Schedule, acs_source, bus_violations, manifest, plan
 
 MANIFEST_LUMP = "VNETINFO"
+NETLIST_LUMP = "VNETLIST"
 
 
 @dataclass
@@ -60,13 +61,61 @@ def compile_acs(source: str, filename: str, acc: str = "internal") -> bytes:
     return compile_source(source, filename)
 
 
-def write_wad(path: str, maps: list[CompiledMap]) -> None:
-    """Pack compiled maps (in order) into one WAD, atomically; the manifests ride along."""
+def write_wad(path: str, maps: list[CompiledMap], net: Netlist | None = None,
+              tiles=None) -> None:
+    """Pack compiled maps (in order) into one WAD, atomically. The manifests ride along, and
+    with `net` the whole netlist too (and with `tiles`, which values each map takes and
+    hands on), so that `build.py run x.wad` needs nothing but the WAD."""
     from acs.wad import MapLump, write_wad as pack
 
     lumps = [MapLump(m.name, m.textmap, m.behavior, m.acs, m.title) for m in maps]
-    info = json.dumps({m.name: m.manifest for m in maps}, sort_keys=True).encode()
-    pack(path, lumps, extra_lumps={MANIFEST_LUMP: info})
+    infos = {}
+    for k, m in enumerate(maps):
+        info = dict(m.manifest)
+        if tiles is not None:
+            info["tile_inputs"], info["tile_outputs"] = tiles[k].inputs, tiles[k].outputs
+        infos[m.name] = info
+    extra = {MANIFEST_LUMP: json.dumps(infos, sort_keys=True).encode()}
+    if net is not None:
+        from dsl.jsonio import dumps
+
+        extra[NETLIST_LUMP] = dumps(net).encode()
+    pack(path, lumps, extra_lumps=extra)
+
+
+@dataclass
+class LoadedWad:
+    """A WAD built by VoodooNet, as `build.py run` needs it."""
+    path: str
+    net: Netlist
+    infos: list[dict]            # MAP01, MAP02, ... in order
+    tiles: list                  # per map: .inputs / .outputs value names
+
+
+def load_wad(path: str) -> LoadedWad:
+    """Read back a WAD written with its netlist; a corrupt or foreign WAD is a clear error."""
+    from types import SimpleNamespace
+
+    from acs.wad import WadError, read_wad
+    from dsl.jsonio import loads
+
+    contents = read_wad(path)
+    lumps = dict(contents.lumps)
+    if MANIFEST_LUMP not in lumps or NETLIST_LUMP not in lumps:
+        raise WadError(f"{path}: not a WAD built by VoodooNet with its netlist (no "
+                       f"{MANIFEST_LUMP}/{NETLIST_LUMP} lumps)\n    hint: rebuild it with "
+                       "`python build.py compile NETLIST -o WAD`")
+    try:
+        infos = json.loads(lumps[MANIFEST_LUMP].decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged") from None
+    net = loads(lumps[NETLIST_LUMP].decode("utf-8", errors="replace"), f"{path}:{NETLIST_LUMP}")
+    names = sorted(infos)
+    ins = [net.nodes[i].name for i in net.inputs]
+    outs = [net.nodes[o].name for o in net.outputs]
+    tiles = [SimpleNamespace(inputs=infos[n].get("tile_inputs", ins),
+                             outputs=infos[n].get("tile_outputs", outs)) for n in names]
+    return LoadedWad(path, net, [infos[n] for n in names], tiles)
 
 
 def read_manifest(path: str) -> dict:
