@@ -16,7 +16,8 @@ tests/test_program.py checks the generated source against that list.
 Protocol (also in the manifest inside the WAD):
   USER60 = -1 once the map is ready, then the sequence number of the last inference done;
   script 2 (seq) runs one inference; scripts 10+k (a, b, c, d) write inputs 4k..4k+3 and
-  must be started in the same tic as script 2; script 100+b (token) copies read batch b to
+  must be started in the same tic as script 2; script R+b (token; R = 100, or the next
+  hundred clear of the input scripts, named in the manifest) copies read batch b to
   USER1..58 and the token to USER59.
 """
 from __future__ import annotations
@@ -31,7 +32,12 @@ SCRIPT_OPEN = 1
 SCRIPT_INFER = 2
 SCRIPT_BEGIN = 3
 SCRIPT_INPUT_BASE = 10
-SCRIPT_READ_BASE = 100
+SCRIPT_READ_BASE = 100   # read scripts start here, or after the input scripts if those reach it
+
+
+def read_base(sched: "Schedule") -> int:
+    """First read script number: clear of the input scripts, however many inputs."""
+    return max(SCRIPT_READ_BASE, (SCRIPT_INPUT_BASE + len(sched.input_batches)) // 100 * 100 + 100)
 ACK_VAR = 60
 READ_ACK_VAR = 59
 READ_SLOTS = 58
@@ -278,7 +284,7 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.blank()
 
     for k, batch in enumerate(sched.read_batches):
-        b.open_script(f"script {SCRIPT_READ_BASE + k} (int token)")
+        b.open_script(f"script {read_base(sched) + k} (int token)")
         for slot, (tag, label) in enumerate(batch):
             b.read(f"user{slot + 1}", tag, label)
         b.ack("read_ack", "token")
@@ -304,7 +310,7 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "ack_var": ACK_VAR, "read_ack_var": READ_ACK_VAR,
         "outputs": [label for _, label in sched.output_slots],
         "all_outputs": [names[o] for o in c.net.outputs],
-        "read_batches": [{"script": SCRIPT_READ_BASE + k, "labels": [lab for _, lab in batch]}
+        "read_batches": [{"script": read_base(sched) + k, "labels": [lab for _, lab in batch]}
                          for k, batch in enumerate(sched.read_batches)],
     }
 

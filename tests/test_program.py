@@ -44,3 +44,15 @@ def test_acs_is_commented_and_indented():
     assert "// neuron h_or" in cm.acs or "neuron h_or" in cm.acs
     assert "    Light_ChangeToValue(" in cm.acs
     assert cm.acs.startswith("// xor: a neural network compiled into a Doom map")
+
+
+def test_many_inputs_keep_script_numbers_apart():
+    """500 inputs make 125 input scripts (10..134): the read scripts move past them."""
+    import re
+
+    from dsl.random_net import mlp
+    cm = compile_netlist(mlp(3, [500, 2, 1], in_range=(0, 1), weight=1, zero_fraction=0.9))
+    numbers = [int(n) for n in re.findall(r"^script (\d+)", cm.acs, re.M)]
+    assert len(numbers) == len(set(numbers))
+    assert cm.manifest["input_scripts"][-1] == 134
+    assert cm.manifest["read_batches"][0]["script"] == 200
