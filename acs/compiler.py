@@ -820,19 +820,23 @@ class Compiler:
         elif t is A.PrintCall:
             self.print_call(e, want=False)
         elif t is A.Ternary:
-            a = self.asm
-            other, end = a.label(), a.label()
-            self.cond_jump(e.cond, other, False)
-            self.discard(e.then)
-            a.jump("GOTO", end)
-            a.place(other)
-            self.discard(e.other)
-            a.place(end)
+            self.ternary(e, self.discard)
         else:
             self.error(e, "this expression has no effect",
                        "a statement must assign, call, or increment; did you mean '='?"
                        if isinstance(e, A.Binary) and e.op == "==" else
                        "a statement must assign, call, or increment")
+
+    def ternary(self, e, branch) -> None:
+        """c ? a : b, each branch emitted by `branch` (for its value, or for its effect)."""
+        a = self.asm
+        other, end = a.label(), a.label()
+        self.cond_jump(e.cond, other, False)
+        branch(e.then)
+        a.jump("GOTO", end)
+        a.place(other)
+        branch(e.other)
+        a.place(end)
 
     # ---- expressions: for value ---------------------------------------------------------------------
     def expr(self, e) -> None:
@@ -865,14 +869,7 @@ class Compiler:
         elif t is A.Index:
             self.push_index(e)
         elif t is A.Ternary:
-            a = self.asm
-            other, end = a.label(), a.label()
-            self.cond_jump(e.cond, other, False)
-            self.expr(e.then)
-            a.jump("GOTO", end)
-            a.place(other)
-            self.expr(e.other)
-            a.place(end)
+            self.ternary(e, self.expr)
         elif t is A.PrintCall:
             self.print_call(e, want=True)
         else:  # pragma: no cover - numbers always fold; the grammar makes nothing else

@@ -134,11 +134,7 @@ class MapModel:
                 parts.append(f"{fl} = true;")
             if ln.id:
                 parts.append(f"id = {ln.id};")
-            if ln.special:
-                parts.append(f"special = {ln.special};")
-                for k, a in enumerate(ln.args):
-                    if a:
-                        parts.append(f"arg{k} = {int(a)};")
+            parts += _special(ln.special, ln.args)
             if ln.comment:
                 parts.append(f'comment = "{_esc(ln.comment)}";')
             w("linedef { " + " ".join(parts) + " }")
@@ -170,17 +166,20 @@ class MapModel:
                 parts.append(f"angle = {t.angle};")
             if t.id:
                 parts.append(f"id = {t.id};")
-            if t.special:
-                parts.append(f"special = {t.special};")
-                for k, a in enumerate(t.args):
-                    if a:
-                        parts.append(f"arg{k} = {int(a)};")
+            parts += _special(t.special, t.args)
             parts.append("skill1 = true; skill2 = true; skill3 = true; skill4 = true; "
                          "skill5 = true; single = true; coop = true; dm = true;")
             if t.comment:
                 parts.append(f'comment = "{_esc(t.comment)}";')
             w("thing { " + " ".join(parts) + " }")
         return "\n".join(out) + "\n"
+
+
+def _special(special: int, args) -> list[str]:
+    """A line's or thing's special and its non-zero arguments (UDMF defaults are 0)."""
+    if not special:
+        return []
+    return [f"special = {special};"] + [f"arg{k} = {int(a)};" for k, a in enumerate(args) if a]
 
 
 def _num(v: float) -> str:
