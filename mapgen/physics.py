@@ -65,7 +65,7 @@ HEADROOM_EXTRA = 16       # static ceilings sit DOLL_HEIGHT + this above their f
 # Scroll_Floor with scrollbits 4 takes direction and speed from its control line:
 # length / 32 units per tic. Dolls are also given this velocity when released, so they do
 # not spend ~11 tics accelerating.
-DOLL_SPEED = 32           # units per tic along a lane
+DOLL_SPEED = 64           # units per tic along a lane
 SCROLL_LINE_LENGTH = DOLL_SPEED * 32
 
 # --- specials (../shared/reference/specials.tsv) -------------------------------------------

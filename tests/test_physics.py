@@ -24,7 +24,7 @@ def _lane(m, doors, conveyor_tag=9, door_tag=8, tid=77):
     return g
 
 
-def _ride(g, tid=77, pre="", delay=40):
+def _ride(g, tid=77, pre="", delay=40, speed=P.DOLL_SPEED):
     """ACS for one ride: park the doll, `pre`, release it, wait `delay` tics."""
     x, y, z = g.start
     return f"""
@@ -32,7 +32,7 @@ def _ride(g, tid=77, pre="", delay=40):
         SetActorVelocity({tid}, 0, 0, 0, FALSE, FALSE);
         {pre}
         Delay(1);
-        SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);
+        SetActorVelocity({tid}, {speed << 16}, 0, 0, FALSE, FALSE);
         Delay({delay});"""
 
 
@@ -69,18 +69,19 @@ def test_door_threshold_is_exactly_the_doll_height(tmp_path, headroom, passes):
     assert P.DOLL_HEIGHT == 56
 
 
-def test_staircase_relu_counts_doors(tmp_path):
+@pytest.mark.parametrize("factor", [1, 2])
+def test_staircase_relu_counts_doors(tmp_path, factor):
     """Doors at thresholds t*s with every ceiling at v: the doll climbs min(max(v // s, 0), L)
-    doors; measured for every v over the whole range at speed P.DOLL_SPEED."""
+    doors; measured for every v over the whole range at speed P.DOLL_SPEED and at twice it."""
     s, L = 3, 5
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
     g = _lane(m, [(t * s, [(50, 1)]) for t in range(1, L + 1)])
-    _conveyor(m, 9)
+    _conveyor(m, 9, speed=P.DOLL_SPEED * factor)
     _player(m)
     speed = P.plane_speed(200, 100)[0]
     acs = ("script 2 (int v) {" + _ride(g, pre=f"Light_ChangeToValue(50, 0); "
-           f"Ceiling_MoveToValue(8, {speed}, v, 0);") + " g1 = GetSectorLightLevel(50); g2 = v; }")
+           f"Ceiling_MoveToValue(8, {speed}, v, 0);", speed=P.DOLL_SPEED * factor) + " g1 = GetSectorLightLevel(50); g2 = v; }")
     with start(tmp_path, m, acs) as e:
         e.advance(30)
         for v in list(range(-4, L * s + 5)) + [3, -4, 16, 0]:
@@ -177,19 +178,22 @@ def test_one_mover_per_plane(tmp_path):
 
 
 @pytest.mark.parametrize("n_lines", [1, 40])
-def test_fast_doll_crosses_every_line_and_finishes_in_time(tmp_path, n_lines):
+@pytest.mark.parametrize("factor", [1, 2])
+def test_fast_doll_crosses_every_line_and_finishes_in_time(tmp_path, n_lines, factor):
     """At P.DOLL_SPEED a doll triggers every line of a landing (spaced P.LINE_SPACING), and
-    a long lane is done within program.run_tics of its length."""
+    a long lane is done within program.run_tics of its length. Twice as fast it still
+    counts every line: the margin the chosen speed keeps."""
     from mapgen.program import run_tics
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
     levels = 12
     g = _lane(m, [(2 * t, [(50, 1)] * n_lines) for t in range(1, levels + 1)])
-    _conveyor(m, 9)
+    _conveyor(m, 9, speed=P.DOLL_SPEED * factor)
     _player(m)
     budget = run_tics(g.travel())
     acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
-           f"Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, 1000, 0);", delay=budget)
+           f"Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, 1000, 0);", delay=budget,
+                       speed=P.DOLL_SPEED * factor)
            + " g1 = GetSectorLightLevel(50); g2 = GetActorX(77) >> 16; }")
     end = g.segments[-1].x1
     with start(tmp_path, m, acs) as e:
