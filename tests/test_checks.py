@@ -84,7 +84,7 @@ def test_map_extent(monkeypatch):
     monkeypatch.setattr(physics, "COORD_MAX", 1000)
     with pytest.raises(CompileError) as ei:
         compile_netlist(parse(GOOD, "wide.dnet"))
-    assert "wide.dnet: error: the map spans x 0..1024" in str(ei.value)
+    assert f"wide.dnet: error: the map spans x 0..{physics.SCROLL_LINE_LENGTH}" in str(ei.value)
     assert "outside the engine's -32768..1000" in str(ei.value) and "tiles" in str(ei.value)
 
 
