@@ -355,3 +355,10 @@ def test_cli_help_is_instant_and_does_not_import_engine():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "compile" in r.stdout and "museum" in r.stdout
+
+
+def test_cli_ten_megabytes_of_nesting(tmp_path):
+    bad = tmp_path / "nest.dnet"
+    bad.write_bytes(b"input x : 0..1\nbias x = " + b"[" * (10 * 1024 * 1024))
+    r = _cli("check", str(bad))
+    assert r.returncode == 1 and "nest.dnet:2:" in r.stderr and "Traceback" not in r.stderr

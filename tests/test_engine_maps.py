@@ -66,6 +66,21 @@ def test_random_network_in_engine(tmp_path, seed):
     run_exact(tmp_path, net, edge_and_random_inputs(net, 2, seed))
 
 
+def test_museum_and_tiled_wads_are_deterministic(tmp_path):
+    from mapgen.museum import build
+    from mapgen.tiles import compile_tiles, plan_tiles
+    a, b = tmp_path / "a.wad", tmp_path / "b.wad"
+    for path in (a, b):
+        mm = build()
+        write_wad(str(path), [mm.compiled], mm.net)
+    assert a.read_bytes() == b.read_bytes()
+    net = load(os.path.join(ROOT, "circuits", "mlp3.dnet"))
+    for path in (a, b):
+        tiles = plan_tiles(net, n_tiles=3)
+        write_wad(str(path), compile_tiles(tiles, "mlp3"), net, tiles)
+    assert a.read_bytes() == b.read_bytes()
+
+
 def test_same_input_builds_identical_wads(tmp_path):
     net = load(os.path.join(ROOT, "circuits", "hello.dnet"))
     a, b = tmp_path / "a.wad", tmp_path / "b.wad"
