@@ -227,3 +227,21 @@ def test_parked_doll_stays_put(tmp_path):
         e.puke(2)
         e.advance(65)
         assert e.users()[:3] == [0, int(x), 1]
+
+
+def test_a_group_tag_reaches_every_sector_carrying_it(tmp_path):
+    """Weight groups rely on this: a light special aimed at a tag acts on every sector that
+    carries the tag among its moreids, and only on them."""
+    m = MapModel()
+    for k, (tag, more) in enumerate([(50, (60,)), (51, (60, 61)), (52, (61,)), (53, ())]):
+        m.rect_sector(3000 + 64 * k, 3000, 3032 + 64 * k, 3032,
+                      Sector(0, 128, 0, tag=tag, more_tags=more))
+    _player(m)
+    acs = """script 1 OPEN {
+        Light_RaiseByValue(60, 5); Light_LowerByValue(61, 2);
+        g1 = GetSectorLightLevel(50); g2 = GetSectorLightLevel(51);
+        g3 = GetSectorLightLevel(52); g4 = GetSectorLightLevel(53);
+    }"""
+    with start(tmp_path, m, acs) as e:
+        e.advance(3)
+        assert e.users()[:4] == [5, 3, -2, 0]
