@@ -64,7 +64,8 @@ def make_mapinfo(maps: list[MapLump]) -> str:
     """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map."""
     out = []
     for m in maps:
-        out.append(f"map {m.name} {_quote(m.title or m.name)}\n{{\n}}\n")
+        # Name the sky: without it, sky ceilings draw as a missing-texture checkerboard.
+        out.append(f"map {m.name} {_quote(m.title or m.name)}\n{{\n    sky1 = \"SKY1\", 0\n}}\n")
     return "\n".join(out)
 
 

@@ -8,7 +8,8 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", help="WAD to write (default wads/museum.wad)")
     p.add_argument("--screenshot", action="store_true",
                    help="also run it and save engine screenshots of the display before and "
-                        "after MUTATE (wads/museum-before.png, wads/museum-after.png)")
+                        "after MUTATE (wads/museum-before.png, wads/museum-after.png) and of "
+                        "the dolls riding (wads/museum-lanes.png)")
     add_acc_option(p)
 
 
@@ -40,10 +41,12 @@ def run(args) -> int:
         after = d.display()
         d.screenshot(base + "-after.png")
         d.press("RESTORE")
+        d.lanes_screenshot(base + "-lanes.png")
+        during = d.display()
     ref_before = evaluate(mm.net, [seven]).last_outputs()[0].tolist()
     ref_after = evaluate(mutated(mm.net), [seven]).last_outputs()[0].tolist()
     print(format_row(seven, before, ref_before) + "  (7)")
     print(format_row(seven, after, ref_after) + "  (7 after MUTATE reads as "
           f"{'1' if [v > 100 for v in after] == [s == 1 for s in pattern(1)] else '?'})")
-    print(f"screenshots: {base}-before.png {base}-after.png")
-    return 0 if (before, after) == (ref_before, ref_after) else 1
+    print(f"screenshots: {base}-before.png {base}-after.png {base}-lanes.png (dolls mid-ride)")
+    return 0 if (before, after, during) == (ref_before, ref_after, ref_before) else 1

@@ -226,21 +226,25 @@ def build_layout(circuit: Circuit, title: str = "") -> Layout:
 def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = None,
               ceiling: int | None = None) -> None:
     """The lane's sectors and lines. With `room`, the lane is a trench cut into that sector
-    (its edges are two-sided, so it can be seen into) and static ceilings are `ceiling`."""
+    (its edges are two-sided, so it can be seen into), static ceilings are `ceiling`, and
+    every ceiling is sky: between two sky ceilings the engine draws no wall, so a door's
+    ceiling does not hang as a column that hides the lanes behind it."""
     y0, y1 = g.y0, g.y0 + P.LANE_WIDTH
     secs = []
+    sky = room is not None
     for s in g.segments:
         top = s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA if ceiling is None else ceiling
         if s.kind == "door":
             sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
-                         floor_tex="FLAT5_1", ceil_tex="FLAT23",
+                         floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
         elif s.kind == "pad":
-            sec = Sector(s.floor, top, 160, floor_tex="FLAT19", ceil_tex=CEIL,
+            sec = Sector(s.floor, top, 160, floor_tex="FLAT19", ceil_tex="F_SKY1" if sky else CEIL,
                          comment=f"pad of {g.lane.node}: dolls rest here between rides")
         else:
             sec = Sector(s.floor, top, 160, tag=conveyor,
-                         floor_tex=FLOOR if s.kind != "landing" else "FLAT1", ceil_tex=CEIL)
+                         floor_tex=FLOOR if s.kind != "landing" else "FLAT1",
+                         ceil_tex="F_SKY1" if sky else CEIL)
         secs.append(m.sector(sec))
 
     def edge(a, b, sec):

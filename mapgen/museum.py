@@ -113,7 +113,7 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
 
     # -- the lane hall: trenches cut into one floor ------------------------------------------
     LX, LY = 256.0, 256.0
-    geoms = place_lanes(circuit, LX, LY, square=False)  # one column, seen from the gallery
+    geoms = place_lanes(circuit, LX, LY)
     top_floor = max(s.floor for g in geoms for s in g.segments)
     r_floor = top_floor + 32                          # > 24 above every lane: no way out
     r_ceil = r_floor + 320
@@ -126,7 +126,7 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
         emit_lane(m, g, conveyor, room=hall, ceiling=r_ceil)
 
     # -- the gallery, south of the lane hall, a step up, looking in through a window ----------
-    g_floor = r_floor + 64
+    g_floor = r_floor + 160                           # a balcony: look down into the lanes
     g_ceil = g_floor + 256
     gy1, gy0 = ry0, ry0 - 1280
     cx = (rx0 + rx1) / 2
@@ -198,6 +198,7 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
                           args=(SCRIPT_PLAQUE, 0), comment="plaque"))
     spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
     spots["view"] = Spot("view", cx, gy0 + 200)
+    spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)
     # South of pedal d, facing it: a visitor walking north steps onto d first.
     spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
 
@@ -338,11 +339,13 @@ class MuseumDriver:
             self.wait_machine()
         self.warp("rest")
 
-    def wait_machine(self) -> None:
+    def wait_machine(self, already: int = 0) -> None:
+        """Advance until the machine must have acknowledged the last READ (`already` tics
+        since it was pressed have passed) and check that it has."""
         from .engine import EngineError
 
         need = self.info["inference_tics"] + 2
-        self.engine.advance(need)
+        self.engine.advance(need - already)
         ack = self.engine.user(self.info["ack_var"])
         if ack != self.reads:
             raise EngineError(f"the museum's machine did not finish read {self.reads} in "
@@ -366,6 +369,23 @@ class MuseumDriver:
         Read through the read scripts: the status script reuses USER1..7."""
         every = self.runner.read_all()
         return [every[f"value:show_{s}"] for s in SEGMENTS]
+
+    def lanes_screenshot(self, path: str, pitch: float = -25.0) -> None:
+        """READ, then a PNG from the window, looking down at the dolls mid-ride."""
+        from PIL import Image
+
+        from .render import save_png
+
+        self.warp("rest")
+        self.warp("READ")
+        self.reads += 1
+        self.warp("window")
+        self.engine.advance(1, [0.0, pitch])
+        self.engine.advance(4, [0.0, 0.0])
+        save_png(Image.fromarray(self.engine.screen()), path)
+        self.engine.advance(1, [0.0, -pitch])
+        self.wait_machine(already=7)
+        self.warp("rest")
 
     def screenshot(self, path: str, pitch: float = 24.0) -> None:
         """A PNG of the view from the gallery entrance, looking up at the display."""

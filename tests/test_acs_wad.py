@@ -32,8 +32,8 @@ def test_lump_order_and_round_trip(tmp_path):
         "MAPINFO", "MAP01", "TEXTMAP", "BEHAVIOR", "SCRIPTS", "ENDMAP",
         "MAP02", "TEXTMAP", "ENDMAP"]
     assert back.maps == maps
-    assert back.mapinfo == ('map MAP01 "First \\"room\\""\n{\n}\n\n'
-                            'map MAP02 "Second"\n{\n}\n')
+    assert back.mapinfo == ('map MAP01 "First \\"room\\""\n{\n    sky1 = "SKY1", 0\n}\n\n'
+                            'map MAP02 "Second"\n{\n    sky1 = "SKY1", 0\n}\n')
 
 
 def test_same_inputs_give_identical_bytes(tmp_path):
