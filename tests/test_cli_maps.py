@@ -43,3 +43,16 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     r = cli("compile", MLP3, "-o", str(tmp_path / "m.wad"), "--tiles", "many")
     assert r.returncode == 1 and "--tiles many: give a number of maps" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_mnist_command_small_model_ends_with_the_verdict(tmp_path):
+    wad = str(tmp_path / "mnist.wad")
+    r = cli("mnist", "--small", "--samples", "24", "-o", wad)
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("engine==reference 24/24 EXACT; accuracy float - int ")
+    assert "engine == reference" in r.stdout and "dolls per tile" in r.stdout
+    for picture in ("mnist-confusion.png", "mnist-path.png"):
+        assert (tmp_path / picture).read_bytes()[:4] == b"\x89PNG"
+    r = cli("mnist", "--small", "--samples", "0", "-o", wad)
+    assert r.returncode == 1 and "--samples 0: choose 1..2000" in r.stderr
