@@ -72,11 +72,19 @@ def check_geometry(layout: Layout) -> list[Diagnostic]:
     for g in layout.lanes:
         node = net.nodes[g.lane.node]
         who = names[g.lane.node]
+        ceiling = g.ceiling
         for a, b in zip(g.segments, g.segments[1:]):
-            if b.floor - a.floor > P.MAX_STEP:
+            # Static headroom where the doll's box spans two sectors: only doors may block.
+            top = max(a.floor, b.floor)
+            if ceiling - top < P.DOLL_HEIGHT:
+                out.append(Diagnostic(node.pos, f"lane of '{who}': {ceiling - top} units of "
+                                                f"headroom at x={b.x0:g}, less than the doll's "
+                                                f"{P.DOLL_HEIGHT}", "a bug in the layout: "
+                                                "static ceilings must clear every floor"))
+            if b.floor - a.floor > P.MAX_RISE:
                 out.append(Diagnostic(node.pos, f"lane of '{who}': a rise of {b.floor - a.floor} "
-                                                f"at x={b.x0:g}, more than the doll's "
-                                                f"{P.MAX_STEP}-unit step",
+                                                f"at x={b.x0:g}, more than the {P.MAX_RISE} a doll "
+                                                "climbs at lane speed",
                                       "a bug in the layout: ramps must split every rise"))
             if b.floor < a.floor:
                 out.append(Diagnostic(node.pos, f"lane of '{who}': the floor drops at x={b.x0:g}",

@@ -51,6 +51,13 @@ class LaneGeometry:
         return self.segments[-1].x1 - self.x0
 
     @property
+    def ceiling(self) -> int:
+        """One ceiling for every static sector of the lane, above its highest floor: a doll
+        stepping from one sector to the next is judged against the lower ceiling of the
+        two, so per-sector ceilings would block rises of more than HEADROOM_EXTRA."""
+        return max(s.floor for s in self.segments) + P.DOLL_HEIGHT + P.HEADROOM_EXTRA
+
+    @property
     def y_mid(self) -> float:
         return self.y0 + P.LANE_WIDTH / 2
 
@@ -110,10 +117,10 @@ def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
         g.segments.append(Segment(x, x + landing, f, "landing", k))
         x += landing
         if k + 1 < len(lane.doors):
-            # Stairs so that no rise exceeds the doll's step; the door itself is the last.
+            # Stairs so that no rise exceeds MAX_RISE; the door itself is the last step.
             rise = floors[k + 1] - f
-            for j in range(1, math.ceil(rise / P.MAX_STEP)):
-                g.segments.append(Segment(x, x + P.RAMP_STEP_LENGTH, f + j * P.MAX_STEP,
+            for j in range(1, math.ceil(rise / P.MAX_RISE)):
+                g.segments.append(Segment(x, x + P.RAMP_STEP_LENGTH, f + j * P.MAX_RISE,
                                           "ramp", k))
                 x += P.RAMP_STEP_LENGTH
     g.segments.append(Segment(x, x + P.END_LENGTH, floors[-1], "end"))
@@ -233,7 +240,7 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
     secs = []
     sky = room is not None
     for s in g.segments:
-        top = s.floor + P.DOLL_HEIGHT + P.HEADROOM_EXTRA if ceiling is None else ceiling
+        top = g.ceiling if ceiling is None else ceiling
         if s.kind == "door":
             sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
                          floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",

@@ -10,6 +10,10 @@ from __future__ import annotations
 DOLL_RADIUS = 16          # a player-class actor: a 32x32 box
 DOLL_HEIGHT = 56          # headroom 56 passes, 55 blocks (test: door threshold)
 MAX_STEP = 24             # a doll climbs a floor step of at most 24 units
+# ...but at lane speed, a run of steps higher than 12 stops it dead every few steps (measured:
+# 16 doors rising 12 each ride through at full speed; rising 13, the doll halts at the sixth
+# and crawls on, far slower than the schedule allows). Lanes climb in steps of at most this.
+MAX_RISE = 12
 
 # --- limits ---------------------------------------------------------------------------
 LIGHT_MIN, LIGHT_MAX = -32768, 32767     # sector light levels (ClampLight), exact ints

@@ -58,7 +58,8 @@ def test_geometry_rise_and_short_landing():
     landing = next(s for s in g.segments if s.kind == "landing")
     landing.x1 = landing.x0 + 20
     msgs = [d.message for d in checks.check_geometry(lay)]
-    assert any("a rise of" in m and "more than the doll's 24-unit step" in m for m in msgs)
+    assert any("a rise of" in m and "more than the 12 a doll climbs at lane speed" in m
+               for m in msgs)
     assert any("landing 0 is 20 units long" in m for m in msgs)
     assert any("the floor drops" in m for m in msgs)
 

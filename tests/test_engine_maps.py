@@ -109,3 +109,27 @@ def test_spiking_sequences_in_engine(tmp_path):
                 every = runner.read_all()
                 want = reference_labels(net, low, xs, step=t)
                 assert every == {k: want[k] for k in every} and len(every) == len(want)
+
+
+def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
+    """Door thresholds far apart (relu s=30 and 100, a lut with sparse steps, a step gate
+    far from zero) need ramps of stairs between doors; every value still exact."""
+    from dsl.parser import parse
+    net = parse("""
+        input x[3] : 0..15
+        neuron a : relu(s=30, max=6) = 9*x[0] + 5*x[1] - 3*x[2] + 11
+        neuron b : relu(s=100, max=3) = 20*x[0] + 13*x[2] - 40
+        neuron c : lut(-100..100, [""" + ", ".join(
+            str(0 if v < -37 else 5 if v < 12 else -2 if v < 61 else 9) for v in range(-100, 101))
+        + """]) = 7*x[1] - 3*x[0] - 20
+        neuron d : step(t=150) = 11*x[2] + 4*x[1]
+        neuron o[2] : identity
+        lines a -> o sparse { 0 -> 0 : 3 }
+        bias o = [1, -2]
+        neuron y : identity = a - 2*b + c + 5*d
+        output y, a, b, c, d
+    """, "ramps.dnet")
+    cm = compile_netlist(net)
+    assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
+    xs = edge_and_random_inputs(net, 10, 5) + [[15, 0, 0], [0, 15, 15], [7, 7, 7], [15, 15, 0]]
+    run_exact(tmp_path, net, xs)

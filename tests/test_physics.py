@@ -245,3 +245,26 @@ def test_a_group_tag_reaches_every_sector_carrying_it(tmp_path):
     with start(tmp_path, m, acs) as e:
         e.advance(3)
         assert e.users()[:4] == [5, 3, -2, 0]
+
+
+@pytest.mark.parametrize("rise,full_speed", [(P.MAX_RISE, True), (P.MAX_RISE + 1, False)])
+def test_rises_above_max_rise_stop_a_fast_doll(tmp_path, monkeypatch, rise, full_speed):
+    """Doors each `rise` above the last (no ramps between them), all open: at MAX_RISE the
+    doll keeps lane speed; one unit more and it halts on the way (measured at the sixth)."""
+    monkeypatch.setattr(P, "MAX_RISE", 24)   # build the raw staircase, without stairs
+    m = MapModel()
+    _light_tile(m, 3000, 3000, 50)
+    g = _lane(m, [(rise * t, [(50, 1)]) for t in range(1, 17)])
+    _conveyor(m, 9)
+    _player(m)
+    tics = 10
+    acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {P.plane_speed(500, 500)[0]}, 1000, 0);", delay=tics)
+           + " g1 = GetActorX(77) >> 16; g2 = 1; }")
+    with start(tmp_path, m, acs) as e:
+        e.advance(30)
+        e.puke(2)
+        e.advance(tics + 4)
+        assert e.user(2) == 1
+        at_speed = g.start[0] + P.DOLL_SPEED * (tics - 1)
+        assert (e.user(1) >= at_speed) == full_speed, e.user(1)
