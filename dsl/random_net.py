@@ -12,7 +12,9 @@ import random
 def mlp_text(seed: int, sizes: list[int], in_range=(0, 3), weight=3, bias=4,
              gates: tuple[str, ...] = ("relu",), name: str | None = None,
              zero_fraction: float = 0.2, out_gate: str = "identity",
-             hidden_gate: str | None = None) -> str:
+             hidden_gate: str | None = None, wide: bool = False) -> str:
+    """`wide` draws requantisation divisors up to 60 and lookup tables with long flat runs:
+    door thresholds far apart, which the map must climb to with ramps."""
     """A dense MLP: sizes[0] inputs, hidden layers sizes[1:-1], sizes[-1] outputs."""
     rng = random.Random(seed)
     lo, hi = in_range
@@ -28,15 +30,17 @@ def mlp_text(seed: int, sizes: list[int], in_range=(0, 3), weight=3, bias=4,
         if hidden_gate is not None and not last:
             gate, value_hi = hidden_gate, 7
         elif gate_kind == "relu":
-            s = rng.choice([1, 2, 3, 4, 5, 8])
+            s = rng.choice([13, 16, 25, 40, 60] if wide else [1, 2, 3, 4, 5, 8])
             L = rng.randint(1, 7)
             gate, value_hi = f"relu(s={s}, max={L})", L
         elif gate_kind == "step":
             gate, value_hi = f"step(t={rng.randint(-2, max(1, reach // 2))})", 1
         elif gate_kind == "lut":
             dlo = rng.randint(-reach, 0)
-            width = rng.randint(2, 9)
+            width = rng.randint(2, 9) if not wide else rng.randint(20, 90)
             table = [rng.randint(-3, 5) for _ in range(width)]
+            if wide:  # a few values held over long runs
+                table = [table[(k // rng.randint(7, 15)) % width] for k in range(width)]
             gate, value_hi = f"lut({dlo}..{dlo + width - 1}, [{', '.join(map(str, table))}])", 5
         else:
             gate, value_hi = "identity", reach
