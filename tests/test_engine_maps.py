@@ -81,15 +81,26 @@ def test_museum_and_tiled_wads_are_deterministic(tmp_path):
     assert a.read_bytes() == b.read_bytes()
 
 
+def wide_net(seed):
+    rng = random.Random(1000 + seed)
+    sizes = [rng.randint(2, 6) for _ in range(rng.randint(2, 4))]
+    return mlp(1000 + seed, sizes, in_range=rng.choice([(0, 15), (-8, 15)]),
+               weight=rng.randint(6, 12), zero_fraction=0.05,
+               gates=rng.choice([("relu",), ("lut",), ("relu", "lut")]),
+               out_gate=rng.choice(["relu", "lut"]), wide=True)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_wide_network_in_engine(tmp_path, seed):
     """Large requantisation divisors and sparse lookup tables: doors far apart, ramps."""
-    rng = random.Random(1000 + seed)
-    sizes = [rng.randint(2, 6) for _ in range(rng.randint(2, 4))]
-    net = mlp(1000 + seed, sizes, in_range=rng.choice([(0, 15), (-8, 15), (0, 7)]),
-              weight=rng.randint(3, 9), gates=rng.choice([("relu",), ("lut",), ("relu", "lut", "step")]),
-              out_gate=rng.choice(["identity", "relu", "lut"]), wide=True)
+    net = wide_net(seed)
     run_exact(tmp_path, net, edge_and_random_inputs(net, 3, seed))
+
+
+def test_wide_networks_do_climb_ramps():
+    ramps = sum(s.kind == "ramp" for seed in range(12)
+                for g in compile_netlist(wide_net(seed)).layout.lanes for s in g.segments)
+    assert ramps >= 30, ramps
 
 
 def test_same_input_builds_identical_wads(tmp_path):
