@@ -12,7 +12,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from dsl.diagnostics import Collector, CompileError, Pos, did_you_mean
+from dsl.diagnostics import Collector, Pos, did_you_mean
 
 from . import ast as A
 from .assembler import HEADER_SIZE, Assembler, chunk, name_table, string_table
@@ -624,7 +624,7 @@ class Compiler:
         f = self.frame
         for item in decl.items:
             if item.number is not None:
-                self.error(item, f"a local variable cannot have an index",
+                self.error(item, "a local variable cannot have an index",
                            f"declare it at the top level: 'global int {item.number}:"
                            f"{item.name};'")
                 continue

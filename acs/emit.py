@@ -22,7 +22,6 @@ written as is: names, calls, operators), `Str("text")` for a string literal or
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 INDENT = "    "

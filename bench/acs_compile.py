@@ -34,7 +34,7 @@ def generate_acs(lines: int) -> str:
                 f"script {script} (int gain, int bias)", "{",
                 f"    int v = GetSectorLightLevel({tag});",
                 "    int i;",
-                f"    v = clamp(v * gain + bias, -32768, 32767);",
+                "    v = clamp(v * gain + bias, -32768, 32767);",
                 f"    Ceiling_MoveToValue({tag + 1000}, DOOR_SPEED, v, 0);",
                 f"    Light_ChangeToValue({tag}, 0);",
                 "    for (i = 0; i < 8; i++)", "    {",

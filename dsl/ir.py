@@ -12,7 +12,7 @@ Semantics of every gate are in docs/dnet.md; the exact evaluation is dsl/referen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Union
 
 from .diagnostics import Collector, Pos, did_you_mean
 
@@ -525,10 +525,3 @@ def _stem(path: str) -> str:
     import os
 
     return os.path.splitext(os.path.basename(path))[0] or "netlist"
-
-
-def iter_lines(net: Netlist) -> Iterable[tuple[int, int, int]]:
-    """(src, dst, weight) for every connection, in destination order."""
-    for n in net.nodes:
-        for s, w in n.weights.items():
-            yield s, n.id, w

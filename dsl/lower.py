@@ -61,9 +61,3 @@ def lower_products(net: Netlist) -> Netlist:
     out = Netlist(net.name, new, groups, [remap[i] for i in net.inputs],
                   [remap[o] for o in net.outputs], net.steps, net.source)
     return analyse(out)
-
-
-def original_ids(lowered: Netlist, original: Netlist) -> dict[int, int]:
-    """Map each original node id to its id in a lowered netlist (by unique node name)."""
-    by_name = {n.name: n.id for n in lowered.nodes}
-    return {n.id: by_name[n.name] for n in original.nodes}

@@ -152,11 +152,6 @@ def evaluate(net: Netlist, inputs) -> Result:
     return Result(net, acc, val, mem)
 
 
-def evaluate_one(net: Netlist, inputs: list[int]) -> dict[str, int]:
-    """Every node's value for one sample of a one-step netlist, by name."""
-    return evaluate(net, [inputs]).named(0)
-
-
 def gate_value(gate, acc: int) -> int:
     """One gate on one accumulator value (not for products or spikes)."""
     if isinstance(gate, (Identity, Input)):

@@ -20,7 +20,6 @@ saved as it is (`to_dnet`).
 """
 from __future__ import annotations
 
-from typing import Sequence
 
 import numpy as np
 

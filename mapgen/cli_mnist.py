@@ -36,7 +36,7 @@ def run(args) -> int:
     from dsl.mnist import load_split
     from dsl.reference import evaluate
 
-    from .cli_common import WADS, progress
+    from .cli_common import WADS
     from .compile import write_wad
     from .runner import run_tiled
     from .tiles import compile_tiles, plan_tiles

@@ -18,7 +18,7 @@ def run(args) -> int:
 
     from .cli_common import WADS, format_row
     from .compile import write_wad
-    from .museum import DIGITS, MuseumDriver, build, mutated, pattern
+    from .museum import MuseumDriver, build, mutated, pattern
 
     mm = build(acc=args.acc)
     out = args.output or os.path.join(WADS, "museum.wad")

@@ -118,19 +118,6 @@ def load_wad(path: str) -> LoadedWad:
     return LoadedWad(path, net, [infos[n] for n in names], tiles)
 
 
-def read_manifest(path: str) -> dict:
-    from acs.wad import WadError, read_wad
-
-    contents = read_wad(path)
-    for name, data in contents.lumps:
-        if name == MANIFEST_LUMP:
-            try:
-                return json.loads(data.decode())
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged") from None
-    raise WadError(f"{path}: no {MANIFEST_LUMP} lump: not a WAD built by VoodooNet")
-
-
 def resource_report(m: CompiledMap) -> str:
     lay, sched, c = m.layout, m.schedule, m.circuit
     x0, y0, x1, y1 = lay.model.extent()

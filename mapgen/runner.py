@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from dsl.diagnostics import VoodooError
 from dsl.ir import Identity, Netlist, Spike
 
@@ -155,10 +153,6 @@ def compare(runner: MapRunner, net: Netlist, lowered: Netlist, x, debug: bool = 
         cmp.first_divergence = _first_divergence(lowered, runner.read_all(),
                                                  reference_labels(net, lowered, x))
     return cmp
-
-
-def as_array(rows) -> np.ndarray:
-    return np.array(rows, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------- tiles

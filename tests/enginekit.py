@@ -5,7 +5,7 @@ import os
 from acs import compile_source
 from acs.wad import MapLump, write_wad
 from mapgen.engine import Engine
-from mapgen.udmf import MapModel, Sector, Thing
+from mapgen.udmf import MapModel, Sector
 
 HEADER = '#include "zcommon.acs"\n' + "".join(f"global int {k}:g{k};\n" for k in range(1, 61))
 

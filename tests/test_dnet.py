@@ -16,7 +16,7 @@ from dsl.diagnostics import CompileError
 from dsl.ir import Identity, Lut, Product, Relu, Spike, Step
 from dsl.jsonio import dumps, from_json, loads
 from dsl.parser import parse
-from dsl.random_net import mlp, mlp_text
+from dsl.random_net import mlp
 from dsl.reference import evaluate
 
 CIRCUITS = sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))

@@ -140,7 +140,7 @@ def test_plane_mover_speed_limit_and_floor_stop(tmp_path):
     _player(m)
     safe, tics = P.plane_speed(4000, 2000)  # moves span up to 2000 - (-2000)
     assert tics == 1
-    acs = f"""
+    acs = """
     script 2 (int tag, int speed, int target) {{ Ceiling_MoveToValue(tag, speed, target, 0); }}
     """
     with start(tmp_path, m, acs, sectors=True) as e:
