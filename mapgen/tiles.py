@@ -34,12 +34,12 @@ class Tile:
     computes: list[str]      # names of the nodes it computes
 
 
-def _cost(net: Netlist, nid: int) -> tuple[int, int]:
+def _cost(net: Netlist, nid: int, fanout: dict[int, int]) -> tuple[int, int]:
     """(dolls, weighted lines) a node's lane costs: an estimate from its door count."""
     n = net.nodes[nid]
     if isinstance(n.gate, Identity):
         return 0, 0
-    fan = sum(1 for m in net.nodes if nid in m.weights) + 1
+    fan = fanout.get(nid, 0) + 1
     r = net.acc_range[nid] if not n.is_input else net.value_range[nid]
     g = n.gate
     if n.is_input:
@@ -60,7 +60,11 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DO
         from dsl.lower import lower_products
         net = lower_products(net)
     lv = [ids for ids in levels(net) if not net.nodes[ids[0]].is_input]
-    cost = {n.id: _cost(net, n.id) for n in net.nodes}
+    fanout: dict[int, int] = {}
+    for n in net.nodes:  # counted once: per node it would be quadratic in network size
+        for s in n.weights:
+            fanout[s] = fanout.get(s, 0) + 1
+    cost = {n.id: _cost(net, n.id, fanout) for n in net.nodes}
 
     def tile_cost(ids: list[int]) -> tuple[int, int]:
         need = set()
