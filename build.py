@@ -15,16 +15,16 @@ import sys
 
 # name -> (module, one-line help). Order is the order shown by --help.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("dsl.cli_check", "validate .dnet / .json netlists and print a summary"),
-    "eval": ("dsl.cli_eval", "evaluate a netlist with the exact integer reference"),
-    "export": ("dsl.cli_export", "print a netlist as JSON IR"),
-    "acs": ("acs.cli", "compile an ACS source file to a BEHAVIOR lump"),
-    "compile": ("mapgen.cli_compile", "compile a netlist into a WAD"),
-    "run": ("mapgen.cli_run", "run a netlist in the engine and compare with the reference"),
-    "render": ("mapgen.cli_render", "draw a top-down PNG of a compiled map"),
-    "hello": ("mapgen.cli_hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
-    "museum": ("mapgen.cli_museum", "build the walk-through digit museum map"),
-    "mnist": ("mapgen.cli_mnist", "train, quantise, tile and run MNIST in the engine"),
+    "check": ("commands.check", "validate .dnet / .json netlists and print a summary"),
+    "eval": ("commands.eval", "evaluate a netlist with the exact integer reference"),
+    "export": ("commands.export", "print a netlist as JSON IR"),
+    "acs": ("commands.acs", "compile an ACS source file to a BEHAVIOR lump"),
+    "compile": ("commands.compile", "compile a netlist into a WAD"),
+    "run": ("commands.run", "run a netlist in the engine and compare with the reference"),
+    "render": ("commands.render", "draw a top-down PNG of a compiled map"),
+    "hello": ("commands.hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
+    "museum": ("commands.museum", "build the walk-through digit museum map"),
+    "mnist": ("commands.mnist", "train, quantise, tile and run MNIST in the engine"),
 }
 
 

@@ -26,7 +26,7 @@ from dsl import load  # noqa: E402
 from dsl.random_net import mlp  # noqa: E402
 from dsl.reference import evaluate  # noqa: E402
 from mapgen.compile import compile_netlist, write_wad  # noqa: E402
-from mapgen.runner import MapRunner  # noqa: E402
+from engine.runner import MapRunner  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -29,9 +29,3 @@ def load(path: str):
 
     return parse(text, path)
 
-
-def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name="torch_net"):
-    """Import an integer nn.Sequential of Linear/ReLU layers (dsl/torch_import.py)."""
-    from .torch_import import from_torch as _from_torch
-
-    return _from_torch(model, input_range, scales, clamps, name)

@@ -17,8 +17,8 @@ import json
 import re
 
 from .diagnostics import CompileError, Diagnostic, Pos
-from .ir import (Identity, Input, Lut, NetBuilder, Netlist, Product, Relu, Spike, Step,
-                 make_gate)
+from .builder import NetBuilder, make_gate
+from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1

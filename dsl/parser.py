@@ -15,7 +15,8 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .diagnostics import CompileError, Diagnostic, Pos
-from .ir import Identity, NetBuilder, Netlist, make_gate
+from .builder import NetBuilder, make_gate
+from .ir import Identity, Netlist
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DIGITS = 18  # beyond this a literal cannot be a valid weight, bias or bound anyway

@@ -5,6 +5,7 @@ and writes the resource report.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 from dsl.ir import Netlist
@@ -14,6 +15,8 @@ from .circuit import Circuit, lower
 from .layout import Layout, build_layout
 from .program import Schedule, acs_source, bus_violations, manifest, plan
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WADS = os.path.join(ROOT, "wads")   # where built WADs go by default (never committed)
 MANIFEST_LUMP = "VNETINFO"
 NETLIST_LUMP = "VNETLIST"
 
@@ -144,3 +147,7 @@ def resource_report(m: CompiledMap) -> str:
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+
+
+def default_wad(net_name: str) -> str:
+    return os.path.join(WADS, f"{net_name}.wad")

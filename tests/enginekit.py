@@ -4,7 +4,7 @@ import os
 
 from acs import compile_source
 from acs.wad import MapLump, write_wad
-from mapgen.engine import Engine
+from engine.doom import Engine
 from mapgen.udmf import MapModel, Sector
 
 HEADER = '#include "zcommon.acs"\n' + "".join(f"global int {k}:g{k};\n" for k in range(1, 61))

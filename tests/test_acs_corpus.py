@@ -18,7 +18,7 @@ import pytest
 import acs
 from acs.testmap import room_textmap
 from acs.wad import MapLump, write_wad
-from mapgen.engine import Engine
+from engine.doom import Engine
 
 CORPUS_DIR = os.path.join(os.path.dirname(__file__), "acs")
 FILES = sorted(glob.glob(os.path.join(CORPUS_DIR, "*.acs")))

@@ -8,7 +8,7 @@ from acs.emit import Fixed, Program, Str
 from acs.external import find_acc
 from acs.testmap import room_textmap
 from acs.wad import MapLump, write_wad
-from mapgen.engine import Engine
+from engine.doom import Engine
 
 
 def small_program() -> Program:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import acs
 from acs.testmap import room_textmap
 from acs.wad import MapLump, write_wad
-from mapgen.engine import Engine
+from engine.doom import Engine
 
 SOURCE = """
 #include "zcommon.acs"

@@ -10,7 +10,7 @@ import acs
 import acs.wad as wadmod
 from acs.testmap import room_textmap
 from acs.wad import MapLump, WadError, read_wad, write_wad
-from mapgen.engine import Engine
+from engine.doom import Engine
 
 SRC = "global int 1:level; global int 2:ran;\n" \
       "script 1 OPEN { level = GetLevelInfo(LEVELINFO_LEVELNUM); ran = 1; }\n"

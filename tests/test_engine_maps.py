@@ -14,7 +14,7 @@ from dsl import load
 from dsl.lower import lower_products
 from dsl.random_net import mlp
 from mapgen.compile import compile_netlist, write_wad
-from mapgen.runner import MapRunner, reference_labels
+from engine.runner import MapRunner, reference_labels
 
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
             if "spike" not in p and "mnist" not in p]
@@ -67,7 +67,7 @@ def test_random_network_in_engine(tmp_path, seed):
 
 
 def test_museum_and_tiled_wads_are_deterministic(tmp_path):
-    from mapgen.museum import build
+    from demos.museum import build
     from mapgen.tiles import compile_tiles, plan_tiles
     a, b = tmp_path / "a.wad", tmp_path / "b.wad"
     for path in (a, b):

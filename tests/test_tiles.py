@@ -57,7 +57,7 @@ def test_too_many_tiles_is_a_clear_error():
 def test_forced_tiles_in_the_engine_match_one_map(tmp_path, n):
     """The same network over 1, 2 and 4 maps, run in two engine processes: all exact."""
     from mapgen.compile import write_wad
-    from mapgen.runner import run_tiled
+    from engine.tiled import run_tiled
     from mapgen.tiles import compile_tiles
 
     net = load(os.path.join(ROOT, "circuits", "mlp3.dnet"))

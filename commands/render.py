@@ -12,12 +12,12 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from dsl import load
-    from dsl.cli_eval import parse_vector
+    from commands.eval import parse_vector
     from dsl.diagnostics import VoodooError
 
-    from .circuit import lower, simulate
-    from .layout import build_layout
-    from .render import render, save_png
+    from mapgen.circuit import lower, simulate
+    from mapgen.layout import build_layout
+    from mapgen.render import render, save_png
 
     net = load(args.file)
     layout = build_layout(lower(net))

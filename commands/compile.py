@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from .cli_common import add_acc_option, add_tiles_option
+    from commands.common import add_acc_option, add_tiles_option
 
     p.add_argument("file", help=".dnet or .json netlist")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
@@ -17,8 +17,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from dsl.util import atomic_write
 
-    from .cli_common import build_maps, default_wad
-    from .compile import write_wad
+    from commands.common import build_maps, default_wad
+    from mapgen.compile import write_wad
 
     net, maps, tiles = build_maps(args.file, args.tiles, args.acc, args.title)
     out = args.output or default_wad(net.name)

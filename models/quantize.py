@@ -6,19 +6,19 @@ Owns the whole model half of docs/mnist.md:
   blocks, and round each block mean to one of `levels + 1` integer levels 0..levels, with
   exact integer arithmetic, so the same digit always gives the same input vector;
 - **training** a float MLP `inputs -> hidden (ReLU) -> 10` with torch (seeded, one thread,
-  deterministic), on the 8,000 training digits of dsl/mnist.py's split;
+  deterministic), on the 8,000 training digits of models/datasets.py's split;
 - the **quantisation scheme** (`integerize`): integer weights of `weight_bits` bits,
   integer biases, one requant divisor `s` and clamp `L` for the hidden relu, identity
   outputs whose argmax is the class; `s` is calibrated on the training digits, and a few
   epochs of quantisation-aware fine-tuning (straight-through rounding) close the gap;
 - **engine costs** (`engine_cost`, `check_engine_fit`): dolls, weighted lines and the
   accumulator range of every node, checked against the engine's budgets;
-- the integer model reaches the netlist through `dsl.torch_import` (an integer
+- the integer model reaches the netlist through `models.torch_import` (an integer
   nn.Sequential -> .dnet text -> parser), the one import path;
 - the checked-in small model (`load_mnist_small`) and the full model built on the fly and
   cached by a hash of its hyper-parameters (`build_mnist_model`).
 
-`python -m dsl.quantize` prints the accuracies (docs/mnist.md, "Reproducing").
+`python -m models.quantize` prints the accuracies (docs/mnist.md, "Reproducing").
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from .diagnostics import VoodooError
+from dsl.diagnostics import VoodooError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL_PATH = os.path.join(ROOT, "circuits", "mnist_small.dnet")
@@ -196,14 +196,14 @@ class IntMLP:
         return m
 
     def to_netlist(self, name: str):
-        """The validated Netlist, imported with dsl.from_torch (the one import path)."""
-        from .torch_import import from_torch
+        """The validated Netlist, imported with models.from_torch (the one import path)."""
+        from models.torch_import import from_torch
 
         return from_torch(self.torch_model(), (0, self.levels), [self.s], [self.L], name)
 
     def to_dnet(self, name: str, comment: str = "") -> str:
         """The same network as .dnet text (what from_torch parses), with a comment header."""
-        from .torch_import import to_dnet
+        from models.torch_import import to_dnet
 
         return to_dnet(self.torch_model(), (0, self.levels), [self.s], [self.L], name,
                        comment)
@@ -412,7 +412,7 @@ class EngineCost:
 
 def _doors(gate, lo: int, hi: int) -> int:
     """Door count of a lane, as mapgen/circuit.py's staircase builds it."""
-    from .ir import Input, Relu, Step
+    from dsl.ir import Input, Relu, Step
 
     if isinstance(gate, Input):
         return hi - lo
@@ -431,7 +431,7 @@ def engine_cost(net) -> EngineCost:
     with one door per value step in its range; crossing a door adds to the node's value
     light and to each consumer's accumulator light. Identity nodes have no lane.
     """
-    from .ir import Identity
+    from dsl.ir import Identity
 
     def folded(i: int) -> bool:  # an identity neuron: mapgen folds it into its consumers
         return isinstance(net.nodes[i].gate, Identity) and not net.nodes[i].is_input
@@ -463,7 +463,7 @@ def check_engine_fit(net, acc_limit: int = ACC_LIMIT, max_lines: int = MAX_LINES
                      max_dolls: int = MAX_DOLLS, max_clamp: int = MAX_CLAMP,
                      max_input_levels: int = MAX_INPUT_LEVELS) -> EngineCost:
     """The engine cost, or a VoodooError listing every budget the netlist breaks."""
-    from .ir import Relu
+    from dsl.ir import Relu
 
     cost = engine_cost(net)
     problems = []
@@ -508,7 +508,7 @@ class Built:
 def _header(cfg: Config, t: InputTransform, m: IntMLP, float_acc: float, int_acc: float,
             source: str) -> str:
     return "\n".join([
-        f"{cfg.name}: an integer MLP classifying MNIST digits, made by dsl/quantize.py",
+        f"{cfg.name}: an integer MLP classifying MNIST digits, made by models/quantize.py",
         f"inputs: {t.describe()} (InputTransform{(t.crop, t.pool, t.levels)})",
         f"hidden: {cfg.hidden} relu(s={m.s}, max={m.L}); outputs o[0..9]: the class is argmax",
         f"weights: {cfg.weight_bits}-bit; trained on the 8,000 training digits of {source}",
@@ -519,7 +519,7 @@ def _header(cfg: Config, t: InputTransform, m: IntMLP, float_acc: float, int_acc
 
 
 def _cache_path(cfg: Config, source_id: str) -> str:
-    from .mnist import cache_dir
+    from models.datasets import cache_dir
 
     torch = _torch()
     key = json.dumps({"cfg": cfg.key(), "data": source_id, "torch": torch.__version__,
@@ -541,8 +541,8 @@ def build(cfg: Config = FULL, data_dir: str | None = None, progress: bool = True
 
     check: raise if the model breaks an engine budget (check_engine_fit); else only
     measure its cost."""
-    from .mnist import load_split
-    from .reference import evaluate
+    from models.datasets import load_split
+    from dsl.reference import evaluate
 
     cfg.validate()
     split = split if split is not None else load_split(data_dir)
@@ -566,7 +566,7 @@ def build(cfg: Config = FULL, data_dir: str | None = None, progress: bool = True
         np.savez(buf, **{"f_" + k: v for k, v in trained.float_params.items()},
                  **{"q_" + k: v for k, v in trained.qat_params.items()},
                  **{"i_" + k: v for k, v in trained.model.arrays().items()})
-        from .util import atomic_write
+        from dsl.util import atomic_write
 
         atomic_write(path, buf.getvalue())
     y = split.test_labels
@@ -591,14 +591,14 @@ def build_mnist_model(data_dir: str | None = None, progress: bool = True, config
 
 def load_mnist_small():
     """(netlist, input transform) of the checked-in circuits/mnist_small.dnet; no training."""
-    from .parser import parse_file
+    from dsl.parser import parse_file
 
     net = parse_file(SMALL_PATH)
     t = InputTransform.of(SMALL)
     if len(net.inputs) != SMALL.n_inputs or set(net.input_ranges()) != {(0, SMALL.levels)}:
         raise VoodooError(f"{SMALL_PATH}: its inputs do not match the SMALL configuration "
                           f"({SMALL.n_inputs} inputs 0..{SMALL.levels})\n    hint: rebuild it "
-                          "with `python -m dsl.quantize --write-small`")
+                          "with `python -m models.quantize --write-small`")
     return net, t
 
 
@@ -639,7 +639,7 @@ HEAD = ("| model | inputs | levels | hidden | w bits | s | L | float % | int % |
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m dsl.quantize",
+    p = argparse.ArgumentParser(prog="python -m models.quantize",
                                 description="train and quantise the MNIST models; print "
                                             "their held-out accuracies and engine costs")
     p.add_argument("--data", metavar="DIR", help="read MNIST IDX files from DIR instead of "
@@ -652,7 +652,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     try:
-        from .mnist import load_split
+        from models.datasets import load_split
 
         split = load_split(args.data)
         configs = SWEEP if args.sweep else [SMALL] if args.small or args.write_small else \
@@ -669,7 +669,7 @@ def main(argv=None) -> int:
                 fits = " **does not fit**: " + str(e).splitlines()[1].strip()
             print(_row(b) + fits, flush=True)
             if args.write_small and cfg is SMALL:
-                from .util import atomic_write
+                from dsl.util import atomic_write
 
                 atomic_write(SMALL_PATH, b.text.encode())
                 print(f"wrote {os.path.relpath(SMALL_PATH)} ({len(b.text)} bytes)")

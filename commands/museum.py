@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from .cli_common import add_acc_option
+    from commands.common import add_acc_option
 
     p.add_argument("-o", "--output", help="WAD to write (default wads/museum.wad)")
     p.add_argument("--screenshot", action="store_true",
@@ -16,9 +16,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import os
 
-    from .cli_common import WADS, format_row
-    from .compile import write_wad
-    from .museum import MuseumDriver, build, mutated, pattern
+    from commands.common import WADS, format_row
+    from mapgen.compile import write_wad
+    from demos.museum import MuseumDriver, build, mutated, pattern
 
     mm = build(acc=args.acc)
     out = args.output or os.path.join(WADS, "museum.wad")

@@ -1,6 +1,6 @@
 """The PyTorch importer: an integer `nn.Sequential` of Linear/ReLU layers becomes a netlist.
 
-    from dsl import from_torch
+    from models import from_torch
     net = from_torch(model, input_range=(0, 3), scales=[16], clamps=[15], name="mnist")
 
 Owns the mapping from torch layers to .dnet (docs/mnist.md, "Importing from torch"):
@@ -14,7 +14,7 @@ Owns the mapping from torch layers to .dnet (docs/mnist.md, "Importing from torc
 - a leading `Flatten` is allowed and does nothing (inputs are one flat vector).
 
 The importer does not quantise: weights and biases must already be integers (or floats
-holding integer values); `dsl/quantize.py` makes such models. It writes .dnet text and parses
+holding integer values); `models/quantize.py` makes such models. It writes .dnet text and parses
 it, so an imported network passes every check a hand-written one does, and the text can be
 saved as it is (`to_dnet`).
 """
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .diagnostics import VoodooError
-from .ir import INT_LIMIT, WEIGHT_LIMIT
+from dsl.diagnostics import VoodooError
+from dsl.ir import INT_LIMIT, WEIGHT_LIMIT
 
 TORCH_HINT = "install it with `pip install torch==2.13.0` (see requirements.txt)"
 
@@ -68,7 +68,7 @@ def _integer_array(t, where: str, what: str, limit: int) -> np.ndarray:
         idx = np.unravel_index(bad[0], a.shape)
         raise VoodooError(f"from_torch: {where} {what} is not integer "
                           f"({what}{list(map(int, idx))} = {float(a[idx])!r}, and {bad.size - 1} "
-                          f"more)\n    hint: quantise the model first (dsl/quantize.py "
+                          f"more)\n    hint: quantise the model first (models/quantize.py "
                           "does), so every weight and bias is a whole number")
     big = np.flatnonzero(np.abs(a.ravel()) > limit)
     if big.size:
@@ -175,6 +175,6 @@ def from_torch(model, input_range: tuple[int, int] = (0, 1), scales=None, clamps
     clamp L of each ReLU in order (an int applies to all; clamps None means "as large as
     the range analysis can reach").
     """
-    from .parser import parse
+    from dsl.parser import parse
 
     return parse(to_dnet(model, input_range, scales, clamps, name), f"<from_torch {name}>")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .diagnostics import VoodooError
+from dsl.diagnostics import VoodooError
 
 
 def add_arguments(p) -> None:
@@ -38,7 +38,7 @@ def summary(net, show_nodes: bool = False) -> str:
 
 
 def run(args) -> int:
-    from . import load
+    from dsl import load
 
     failed = 0
     for f in args.files:

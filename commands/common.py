@@ -4,8 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WADS = os.path.join(ROOT, "wads")
+from mapgen.compile import ROOT, WADS, default_wad  # noqa: F401  (re-exported for commands)
 
 
 def add_acc_option(p) -> None:
@@ -24,8 +23,8 @@ def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str |
     from dsl import load
     from dsl.diagnostics import VoodooError
 
-    from .compile import compile_netlist
-    from .tiles import compile_tiles, plan_tiles
+    from mapgen.compile import compile_netlist
+    from mapgen.tiles import compile_tiles, plan_tiles
 
     net = load(path)
     if tiles is None:
@@ -34,10 +33,6 @@ def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str |
         raise VoodooError(f"--tiles {tiles}: give a number of maps (1, 2, ...) or 'auto'")
     plan = plan_tiles(net, n_tiles=None if tiles == "auto" else int(tiles))
     return net, compile_tiles(plan, title or net.name, acc=acc), plan
-
-
-def default_wad(net_name: str) -> str:
-    return os.path.join(WADS, f"{net_name}.wad")
 
 
 def progress(iterable, total: int, desc: str):

@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    from .wad import atomic_output
+    from acs.wad import atomic_output
 
     with atomic_output(path, ".o") as tmp:
         with open(tmp, "wb") as f:
@@ -37,10 +37,10 @@ def run(args) -> int:
     if os.path.abspath(output) == os.path.abspath(source):
         raise VoodooError(f"{output}: the output would overwrite the source; pass -o OUT.o")
     if args.acc == "external":
-        from .external import compile_file_external
+        from acs.external import compile_file_external
         lump = compile_file_external(source, include_dirs=args.include)
     else:
-        from . import compile_file
+        from acs import compile_file
         lump = compile_file(source, include_dirs=args.include)
     try:
         write_atomically(output, lump)

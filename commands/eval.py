@@ -1,7 +1,7 @@
 """`build.py eval FILE --input 1,0,3`: the exact integer reference outputs of a netlist."""
 from __future__ import annotations
 
-from .diagnostics import VoodooError
+from dsl.diagnostics import VoodooError
 
 
 def add_arguments(p) -> None:
@@ -20,8 +20,8 @@ def parse_vector(text: str, what: str = "--input") -> list[int]:
 
 
 def run(args) -> int:
-    from . import load
-    from .reference import evaluate
+    from dsl import load
+    from dsl.reference import evaluate
 
     net = load(args.file)
     rows = [parse_vector(t) for t in args.input]

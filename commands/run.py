@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from .cli_common import add_acc_option, add_tiles_option
+    from commands.common import add_acc_option, add_tiles_option
 
     p.add_argument("file", help=".dnet or .json netlist, or a WAD built by `compile`")
     p.add_argument("--input", "-i", action="append", default=[],
@@ -36,22 +36,31 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 
 
 def run(args) -> int:
-    from dsl.cli_eval import parse_vector
+    return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
+                       debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc)
+
+
+def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
+                output: str | None = None, tiles: str | None = None,
+                acc: str = "internal") -> int:
+    """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
+    the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
+    from commands.eval import parse_vector
     from dsl.diagnostics import VoodooError
 
-    from .cli_common import build_maps, default_wad
-    from .compile import load_wad, write_wad
+    from commands.common import build_maps, default_wad
+    from mapgen.compile import load_wad, write_wad
 
-    if args.file.lower().endswith(".wad"):
-        loaded = load_wad(args.file)
-        net, out = loaded.net, args.file
+    if file.lower().endswith(".wad"):
+        loaded = load_wad(file)
+        net, out = loaded.net, file
     else:
-        net, maps, tiles = build_maps(args.file, args.tiles, args.acc)
-        out = args.output or default_wad(net.name)
-        write_wad(out, maps, net, tiles)
+        net, maps, plan = build_maps(file, tiles, acc)
+        out = output or default_wad(net.name)
+        write_wad(out, maps, net, plan)
         loaded = load_wad(out)
-    rows = [parse_vector(t) for t in args.input] + random_inputs(
-        net, args.random * (net.steps if net.steps > 1 else 1), args.seed)
+    rows = [parse_vector(t) for t in inputs] + random_inputs(
+        net, random * (net.steps if net.steps > 1 else 1), seed)
     if not rows:
         raise VoodooError("give at least one --input (or --random N)")
     for r in rows:
@@ -66,10 +75,10 @@ def run(args) -> int:
     tics = sum(i["inference_tics"] for i in loaded.infos)
     print(f"{out}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
           f"{', '.join(names)}")
-    results = _run_one_map(loaded, rows, args.debug) if len(loaded.infos) == 1 else \
+    results = _run_one_map(loaded, rows, debug) if len(loaded.infos) == 1 else \
         _run_tiled(loaded, rows)
     exact = 0
-    from .cli_common import format_row
+    from commands.common import format_row
     for c in results:
         print(format_row(c.inputs, c.engine, c.reference)
               + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
@@ -82,8 +91,8 @@ def _run_one_map(loaded, rows, debug):
     from dsl.diagnostics import VoodooError
     from dsl.lower import lower_products
 
-    from .cli_common import progress
-    from .runner import MapRunner, compare, compare_sequence
+    from commands.common import progress
+    from engine.runner import MapRunner, compare, compare_sequence
 
     net = loaded.net
     lowered = lower_products(net)
@@ -101,7 +110,8 @@ def _run_one_map(loaded, rows, debug):
 def _run_tiled(loaded, rows):
     from dsl.reference import evaluate
 
-    from .runner import Comparison, run_tiled
+    from engine.runner import Comparison
+    from engine.tiled import run_tiled
 
     got, _ = run_tiled(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
                        workers=min(2, len(rows)), chunk=max(1, len(rows) // 4))

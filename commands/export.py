@@ -10,12 +10,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from . import load
-    from .jsonio import dumps
+    from dsl import load
+    from dsl.jsonio import dumps
 
     text = dumps(load(args.file)) + "\n"
     if args.output:
-        from .util import atomic_write
+        from dsl.util import atomic_write
 
         atomic_write(args.output, text.encode())
     else:

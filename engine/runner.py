@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from dsl.diagnostics import VoodooError
 from dsl.ir import Identity, Netlist, Spike
 
-from .engine import Engine, EngineError
+from engine.doom import Engine, EngineError
 
 
 class MismatchError(VoodooError):
@@ -153,65 +153,3 @@ def compare(runner: MapRunner, net: Netlist, lowered: Netlist, x, debug: bool = 
         cmp.first_divergence = _first_divergence(lowered, runner.read_all(),
                                                  reference_labels(net, lowered, x))
     return cmp
-
-
-# ---------------------------------------------------------------------------------- tiles
-_WORKER: dict = {}
-
-
-def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]]) -> None:
-    from multiprocessing.util import Finalize
-
-    engine = Engine(wad, "MAP01")
-    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine)
-    # Close the engine when the worker exits, or its process outlives us.
-    Finalize(engine, engine.close, exitpriority=10)
-
-
-def _tile_worker_run(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
-    """Samples through every tile in order, in this worker's engine. Returns each sample's
-    values by name and the engine tics it took."""
-    engine, infos, io = _WORKER["engine"], _WORKER["infos"], _WORKER["io"]
-    tics = {idx: 0 for idx, _ in chunk}
-    for k, info in enumerate(infos):
-        name = f"MAP{k + 1:02d}"
-        engine.change_map(name)
-        runner = MapRunner(_WORKER["wad"], info, name, engine=engine)
-        ins, outs = io[k]
-        for idx, values in chunk:
-            got = runner.infer([values[n] for n in ins])
-            values.update(zip(outs, got))
-            tics[idx] += info["inference_tics"] + 1
-    return [(idx, values, tics[idx]) for idx, values in chunk]
-
-
-def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
-              chunk: int = 20, progress=None) -> tuple[list[list[int]], int]:
-    """Every sample of X through the tiles of `wad` (MAP01..), in `workers` engine processes.
-    Returns the outputs in order and the total engine tics. `progress(n)` is called as
-    samples finish. Python only looks values up by name between tiles."""
-    import multiprocessing as mp
-
-    names_in = [net.nodes[i].name for i in net.inputs]
-    names_out = [net.nodes[o].name for o in net.outputs]
-    io = [(t.inputs, t.outputs) for t in tiles]
-    work = [(i, dict(zip(names_in, map(int, x)))) for i, x in enumerate(X)]
-    chunks = [work[i:i + chunk] for i in range(0, len(work), chunk)]
-    results: dict[int, list[int]] = {}
-    total_tics = 0
-    ctx = mp.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io))
-    try:
-        for done in pool.imap_unordered(_tile_worker_run, chunks):
-            for idx, values, tics in done:
-                results[idx] = [values[n] for n in names_out]
-                total_tics += tics
-            if progress:
-                progress(len(done))
-        pool.close()   # workers exit normally and close their engines
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-    return [results[i] for i in range(len(X))], total_tics

@@ -1,0 +1,373 @@
+"""The netlist builder: the one place a `Netlist` is validated and made.
+
+Every front end (the .dnet parser, the JSON loader, the PyTorch importer, generators in
+tests) builds a `Netlist` through `NetBuilder`, so every check lives here once: unknown or
+duplicate names, shapes, weight limits, gate parameters, cycles, missing outputs. The
+builder collects every problem with its source position and raises them together, then
+computes every node's range (dsl/ranges.py) before handing the netlist out.
+"""
+from __future__ import annotations
+
+from .diagnostics import Collector, Pos, did_you_mean
+from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, WEIGHT_LIMIT, Gate, Identity, Input, Lut,
+                 Netlist, Node, Product, Relu, Spike, Step, element_name)
+from .ranges import analyse
+
+# -------------------------------------------------------------------------------- builder
+class NetBuilder:
+    """Builds a Netlist from declarations, collecting every problem with its position."""
+
+    def __init__(self, source: str = "<netlist>"):
+        self.source = source
+        self.diag = Collector()
+        self.name = ""
+        self.steps = 1
+        self.nodes: list[Node] = []
+        self.groups: dict[str, list[int]] = {}
+        self.group_pos: dict[str, Pos] = {}
+        self.scalar: dict[str, bool] = {}
+        self.inputs: list[int] = []
+        self.outputs: list[tuple[int, Pos]] = []
+        self._pending_products: list[tuple[int, object, object, Pos]] = []
+
+    # -- helpers --------------------------------------------------------------------------
+    def error(self, pos: Pos, message: str, hint: str = "") -> None:
+        self.diag.error(pos, message, hint)
+
+    def _int(self, value: int, pos: Pos, what: str, limit: int = INT_LIMIT) -> int:
+        if abs(value) > limit:
+            self.error(pos, f"{what} {_short(value)} is out of range",
+                       f"use a value within -{limit}..{limit}")
+            return max(-limit, min(limit, value))
+        return value
+
+    # -- declarations -----------------------------------------------------------------------
+    def declare(self, name: str, size: int | None, gate: Gate, pos: Pos) -> list[int]:
+        if name in self.groups:
+            self.error(pos, f"'{name}' is already declared at {self.group_pos[name]}",
+                       "give each input and neuron vector its own name")
+            return []
+        if size is not None and not 1 <= size <= 1_000_000:
+            self.error(pos, f"vector '{name}' has size {_short(size)}",
+                       "a vector holds 1..1000000 elements")
+            return []
+        ids = []
+        for i in range(1 if size is None else size):
+            index = None if size is None else i
+            node = Node(len(self.nodes), element_name(name, index), name, index, gate, pos)
+            self.nodes.append(node)
+            ids.append(node.id)
+        self.groups[name] = ids
+        self.group_pos[name] = pos
+        self.scalar[name] = size is None
+        if isinstance(gate, Input):
+            self.inputs.extend(ids)
+        return ids
+
+    def declare_input(self, name: str, size: int | None, lo: int, hi: int, pos: Pos) -> None:
+        lo = self._int(lo, pos, "input bound")
+        hi = self._int(hi, pos, "input bound")
+        if lo > hi:
+            self.error(pos, f"input range {lo}..{hi} is empty", f"write it as {hi}..{lo}")
+            lo, hi = hi, lo
+        self.declare(name, size, Input(lo, hi), pos)
+
+    def declare_product(self, name: str, a, b, pos: Pos) -> None:
+        """a, b: (group, index|None, Pos) references, resolved once everything is declared."""
+        ids = self.declare(name, None, Identity(), pos)
+        if ids:
+            self._pending_products.append((ids[0], a, b, pos))
+
+    # -- references ---------------------------------------------------------------------------
+    def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
+        """One node from `name` or `name[i]`."""
+        if group not in self.groups:
+            self.error(pos, f"unknown name '{group}'", did_you_mean(group, self.groups)
+                       or "declare it with 'input' or 'neuron' first")
+            return None
+        ids = self.groups[group]
+        if index is None:
+            if len(ids) != 1 or not self.scalar[group]:
+                self.error(pos, f"'{group}' is a vector of {len(ids)}; this needs one element",
+                           f"write {group}[0] .. {group}[{len(ids) - 1}]")
+                return None
+            return ids[0]
+        if self.scalar[group]:
+            self.error(pos, f"'{group}' is a scalar and cannot be indexed", f"write {group}")
+            return None
+        if not 0 <= index < len(ids):
+            self.error(pos, f"index {_short(index)} is out of range for '{group}' "
+                            f"(size {len(ids)})", f"use 0..{len(ids) - 1}")
+            return None
+        return ids[index]
+
+    def resolve_vector(self, group: str, start: int | None, stop: int | None, pos: Pos,
+                       single: bool = False) -> list[int] | None:
+        """Several nodes from `name`, `name[i]` (single=True) or `name[a:b]`."""
+        if group not in self.groups:
+            self.error(pos, f"unknown name '{group}'", did_you_mean(group, self.groups)
+                       or "declare it with 'input' or 'neuron' first")
+            return None
+        ids = self.groups[group]
+        if single:
+            one = self.resolve(group, start, pos)
+            return None if one is None else [one]
+        lo = 0 if start is None else start
+        hi = len(ids) if stop is None else stop
+        if not (0 <= lo < hi <= len(ids)):
+            self.error(pos, f"slice {group}[{_short(lo)}:{_short(hi)}] is out of range "
+                            f"or empty (size {len(ids)})", f"use {group}[a:b] with 0 <= a < b <= {len(ids)}")
+            return None
+        return ids[lo:hi]
+
+    # -- lines and biases ---------------------------------------------------------------------
+    def _target_ok(self, dst: int, pos: Pos) -> bool:
+        node = self.nodes[dst]
+        if isinstance(node.gate, Input):
+            self.error(pos, f"lines cannot end at input '{node.name}'",
+                       "inputs get their value from outside; connect to a neuron")
+            return False
+        if any(p[0] == dst for p in self._pending_products):
+            self.error(pos, f"lines cannot end at product '{node.name}'",
+                       "a product multiplies its two operands; add lines to a neuron that reads it")
+            return False
+        return True
+
+    def add_line(self, src: int, dst: int, weight: int, pos: Pos) -> None:
+        if abs(weight) > WEIGHT_LIMIT:
+            self._int(weight, pos, "weight", WEIGHT_LIMIT)
+            return
+        if not self._target_ok(dst, pos):
+            return
+        node = self.nodes[dst]
+        if src in node.weights:
+            self.error(pos, f"a line from '{self.nodes[src].name}' to '{node.name}' already "
+                            f"exists (written at {node.line_pos[src]})",
+                       "write each connection once; put the sum of the weights on one line")
+            return
+        if weight != 0:
+            node.weights[src] = weight
+            node.line_pos[src] = pos
+
+    def add_bias(self, dst: int, bias: int, pos: Pos) -> None:
+        bias = self._int(bias, pos, "bias")
+        if self._target_ok(dst, pos):
+            self.nodes[dst].bias += bias
+
+    def add_output(self, node: int, pos: Pos) -> None:
+        if any(o == node for o, _ in self.outputs):
+            self.error(pos, f"'{self.nodes[node].name}' is listed as an output twice",
+                       "name each output once")
+            return
+        self.outputs.append((node, pos))
+
+    def set_steps(self, steps: int, pos: Pos) -> None:
+        if not 1 <= steps <= MAX_STEPS:
+            self.error(pos, f"steps {_short(steps)} is out of range", f"use 1..{MAX_STEPS}")
+            return
+        self.steps = steps
+
+    # -- finishing --------------------------------------------------------------------------
+    def build(self) -> Netlist:
+        for nid, a, b, pos in self._pending_products:
+            ia = self.resolve(*a)
+            ib = self.resolve(*b)
+            if ia is not None and ib is not None:
+                node = self.nodes[nid]
+                node.gate = Product(ia, ib)
+        if not self.outputs and not self.diag:
+            self.error(Pos(self.source, 1, 1), "the netlist has no output",
+                       "add a line such as 'output y'")
+        order = self._topological_order()
+        self.diag.check()
+        # Renumber so that ids follow the topological order (the reference and the map
+        # generator both walk nodes front to back).
+        remap = {old: new for new, old in enumerate(order)}
+        nodes = []
+        for old in order:
+            n = self.nodes[old]
+            gate = n.gate
+            if isinstance(gate, Product):
+                gate = Product(remap[gate.a], remap[gate.b])
+            nodes.append(Node(remap[old], n.name, n.group, n.index, gate, n.pos,
+                              {remap[s]: w for s, w in n.weights.items()}, n.bias,
+                              {remap[s]: p for s, p in n.line_pos.items()}))
+        groups = {g: [remap[i] for i in ids] for g, ids in self.groups.items()}
+        net = Netlist(self.name or _stem(self.source), nodes, groups,
+                      [remap[i] for i in self.inputs], [remap[o] for o, _ in self.outputs],
+                      self.steps, self.source)
+        analyse(net)  # ranges are computed eagerly: every netlist has them
+        return net
+
+    def _topological_order(self) -> list[int]:
+        """Sources before users; declaration order among independent nodes. Reports cycles."""
+        n = len(self.nodes)
+        deps = [self._sources(i) for i in range(n)]
+        state = [0] * n  # 0 new, 1 on stack, 2 done
+        order: list[int] = []
+        for root in range(n):
+            if state[root]:
+                continue
+            # Iterative DFS: a 10,000-node chain must not hit Python's recursion limit.
+            stack = [(root, iter(deps[root]))]
+            state[root] = 1
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    state[node] = 2
+                    order.append(node)
+                elif state[nxt] == 0:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(deps[nxt])))
+                elif state[nxt] == 1:
+                    path = [s for s, _ in stack]
+                    cycle = path[path.index(nxt):] + [nxt]
+                    names = " -> ".join(self.nodes[c].name for c in cycle)
+                    self.error(self.nodes[nxt].pos, f"cycle: {names}",
+                               "lines must flow one way; state across time steps is what "
+                               "spike neurons are for")
+                    return list(range(n))
+        return order
+
+    def _sources(self, i: int) -> list[int]:
+        for nid, a, b, pos in self._pending_products:
+            if nid == i:
+                ids = [self.resolve_quiet(*a), self.resolve_quiet(*b)]
+                return [x for x in ids if x is not None]
+        return list(self.nodes[i].weights)
+
+    def resolve_quiet(self, group, index, pos) -> int | None:
+        ids = self.groups.get(group)
+        if not ids:
+            return None
+        if index is None:
+            return ids[0] if len(ids) == 1 else None
+        return ids[index] if 0 <= index < len(ids) else None
+
+
+def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
+    """Turn a gate written as name(args) into a Gate, reporting bad names and parameters.
+
+    args: list of (keyword or None, value, Pos); values are ints, (lo, hi) ranges,
+    lists of ints (as Python lists), or references (group, index).
+    Returns a Gate, ("product", a, b) for products, or None after an error.
+    """
+    err = builder.error
+    if name not in GATE_NAMES:
+        err(pos, f"unknown gate '{name}'", did_you_mean(name, GATE_NAMES)
+            or f"gates are {', '.join(GATE_NAMES)}")
+        return None
+    spec = {
+        "relu": (("s", "max"), ()),
+        "step": (("t",), ()),
+        "identity": ((), ()),
+        "spike": (("threshold", "leak", "reset", "init"), ("threshold",)),
+        "lut": ((), ()),
+        "product": ((), ()),
+    }[name]
+    allowed, required = spec
+    kw: dict[str, tuple[object, Pos]] = {}
+    positional = []
+    if name in ("lut", "product") and any(key is not None for key, _, _ in args):
+        err(pos, f"{name} takes positional arguments only",
+            "write lut(LO..HI, [v0, v1, ...]) or product(a, b)")
+        return None
+    for key, value, apos in args:
+        if key is None:
+            positional.append((value, apos))
+        elif key not in allowed:
+            hint = (f"{name} takes {', '.join(allowed)}" if allowed
+                    else f"{name} takes no named parameters")
+            err(apos, f"{name} has no parameter '{key}'", did_you_mean(key, allowed) or hint)
+        elif key in kw:
+            err(apos, f"parameter '{key}' is given twice", "give it once")
+        else:
+            kw[key] = (value, apos)
+    if name not in ("lut", "product") and positional:
+        err(positional[0][1], f"{name} takes named parameters only",
+            {"relu": "write relu(s=4, max=7)", "step": "write step(t=1)",
+             "identity": "write identity", "spike": "write spike(threshold=3, leak=1, reset=0)"}[name])
+        return None
+    for r in required:
+        if r not in kw:
+            err(pos, f"{name} needs the parameter '{r}'", f"write {name}({r}=...)")
+            return None
+
+    def int_arg(key: str, default, lo=-INT_LIMIT, hi=INT_LIMIT, what=""):
+        if key not in kw:
+            return default
+        value, apos = kw[key]
+        if not isinstance(value, int):
+            err(apos, f"{name}: '{key}' must be an integer", f"write {key}=3")
+            return default
+        if not lo <= value <= hi:
+            err(apos, f"{name}: {key}={_short(value)} is out of range{what}",
+                f"use {key} within {lo}..{hi}")
+            return default
+        return value
+
+    if name == "identity":
+        return Identity()
+    if name == "relu":
+        s = int_arg("s", 1, 1, INT_LIMIT, " (the requantisation divisor must be positive)")
+        L = int_arg("max", None, 0, INT_LIMIT)
+        return Relu(s, L)
+    if name == "step":
+        return Step(int_arg("t", 0))
+    if name == "spike":
+        threshold = int_arg("threshold", 1, 1, INT_LIMIT, " (a spike threshold is positive)")
+        leak = int_arg("leak", 0, 0, INT_LIMIT)
+        init = int_arg("init", 0, 0, INT_LIMIT)
+        reset: int | None = 0
+        if "reset" in kw:
+            value, apos = kw["reset"]
+            if value == ("subtract", None):
+                reset = None
+            elif isinstance(value, int) and 0 <= value <= INT_LIMIT:
+                reset = value
+            else:
+                err(apos, "spike: reset must be a non-negative integer or 'subtract'",
+                    "write reset=0 or reset=subtract")
+        return Spike(threshold, leak, reset, init)
+    if name == "lut":
+        if (len(positional) != 2 or not isinstance(positional[0][0], tuple)
+                or not isinstance(positional[0][0][0], int)
+                or not isinstance(positional[1][0], list)):
+            err(pos, "lut needs a domain and a table", "write lut(-2..2, [0, 0, 1, 4, 4])")
+            return None
+        (lo, hi), dpos = positional[0]
+        table, tpos = positional[1]
+        if lo > hi:
+            err(dpos, f"lut domain {lo}..{hi} is empty", f"write {hi}..{lo}")
+            return None
+        if len(table) != hi - lo + 1:
+            err(tpos, f"lut table has {len(table)} entries but the domain {lo}..{hi} has "
+                      f"{hi - lo + 1}", "give one value for every integer of the domain")
+            return None
+        if hi - lo + 1 > 65536:
+            err(dpos, f"lut domain {lo}..{hi} is too large", "a table has at most 65536 entries")
+            return None
+        table = [builder._int(v, tpos, "lut value") for v in table]
+        lo = builder._int(lo, dpos, "lut bound")
+        return Lut(lo, tuple(table))
+    if name == "product":
+        if len(positional) != 2 or not all(
+                isinstance(v, tuple) and isinstance(v[0], str) for v, _ in positional):
+            err(pos, "product needs two operands", "write product(a, b) or product(x[0], h[2])")
+            return None
+        (a, apos), (b, bpos) = positional
+        return ("product", (a[0], a[1], apos), (b[0], b[1], bpos))
+    raise AssertionError(name)
+
+
+def _short(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+
+
+def _stem(path: str) -> str:
+    import os
+
+    return os.path.splitext(os.path.basename(path))[0] or "netlist"

@@ -1,0 +1,16 @@
+"""Importers and models: data sets (MNIST), quantisation-aware training, torch import.
+
+Everything here turns something a user brings (a torch model, a data set) into a netlist
+of the `dsl` language; nothing here knows about maps or the engine.
+
+    from models import from_torch
+    net = from_torch(model, input_range=(0, 3))
+"""
+from __future__ import annotations
+
+
+def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name="torch_net"):
+    """Import an integer nn.Sequential of Linear/ReLU layers (models/torch_import.py)."""
+    from models.torch_import import from_torch as _from_torch
+
+    return _from_torch(model, input_range, scales, clamps, name)
