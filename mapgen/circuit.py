@@ -136,119 +136,124 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection."""
-    net = lower_products(net)
-    tag = first_tag
+    lw = _Lowering(lower_products(net), first_tag)
+    lw.make_lights()
+    lw.expand_identities()
+    lw.make_lanes()
+    lw.set_resets()
+    lw.bound_lights()
+    circuit = Circuit(lw.net, lw.lights, lw.lanes, lw.acc_light, lw.value_light,
+                      1 + max((l.phase for l in lw.lanes), default=0))
+    for lane in lw.lanes:
+        lane.door_tag = lw.new_tag()
+    for k, lane in enumerate(lw.lanes):
+        lane.tid = 1000 + k
+    lw.group_lines(circuit, solo)
+    return circuit
 
-    def new_tag() -> int:
-        nonlocal tag
-        tag += 1
-        return tag - 1
 
-    lights: list[Light] = []
-    acc_light: dict[int, int] = {}
-    value_light: dict[int, int] = {}
-    for n in net.nodes:
-        if not n.is_input:
-            acc_light[n.id] = new_tag()
-            spike = isinstance(n.gate, Spike)
-            lights.append(Light(acc_light[n.id], n.id, "membrane" if spike else "acc",
-                                n.gate.init if spike else 0, persistent=spike))
+class _Lowering:
+    """The state of one lowering, passed through its steps in order (see `lower`)."""
+
+    def __init__(self, net: Netlist, first_tag: int):
+        self.net = net
+        self.tag = first_tag
+        self.lights: list[Light] = []
+        self.acc_light: dict[int, int] = {}
+        self.value_light: dict[int, int] = {}
+        self.lanes: list[Lane] = []
+        self.base_of: dict[int, int] = {}
+        self.phase_of: dict[int, int] = {}
+        self.clock: list[tuple[int, int]] = []   # (membrane, node): gets its per-step constant
+
+    def new_tag(self) -> int:
+        self.tag += 1
+        return self.tag - 1
+
+    def make_lights(self) -> None:
+        """An accumulator light per non-input node (a membrane for spiking ones) and a value
+        light per gated node; an identity's value is its accumulator."""
+        for n in self.net.nodes:
+            if not n.is_input:
+                self.acc_light[n.id] = self.new_tag()
+                spike = isinstance(n.gate, Spike)
+                self.lights.append(Light(self.acc_light[n.id], n.id,
+                                         "membrane" if spike else "acc",
+                                         n.gate.init if spike else 0, persistent=spike))
+                if isinstance(n.gate, Identity):
+                    self.value_light[n.id] = self.acc_light[n.id]
+            if not isinstance(n.gate, Identity):
+                self.value_light[n.id] = self.new_tag()
+                self.lights.append(Light(self.value_light[n.id], n.id, "value", 0))
+        self.by_tag = {l.tag: l for l in self.lights}
+
+    def expand_identities(self) -> None:
+        """Expand every accumulator over lane-driving nodes, through identity neurons:
+        acc(x) = const[x] + sum_r W[x][r] * value(r), with r an input or gated node."""
+        net = self.net
+        const: dict[int, int] = {}
+        expand: dict[int, dict[int, int]] = {}
+        for n in net.nodes:
+            if n.is_input:
+                continue
+            c, w = n.bias, {}
+            for s, ws in n.weights.items():
+                src = net.nodes[s]
+                if isinstance(src.gate, Identity):
+                    c += ws * const[s]
+                    for r, wr in expand[s].items():
+                        w[r] = w.get(r, 0) + ws * wr
+                else:
+                    w[s] = w.get(s, 0) + ws
+            const[n.id] = c
+            expand[n.id] = {r: v for r, v in w.items() if v}
+        self.const, self.expand = const, expand
+        # Consumers of each lane node: light tag -> composed weight.
+        self.fanout: dict[int, dict[int, int]] = {}
+        for x, ws in expand.items():
+            for r, w in ws.items():
+                self.fanout.setdefault(r, {})[self.acc_light[x]] = w
+
+    def make_lanes(self) -> None:
+        """A lane per gated node and input, phased after the lanes it reads; every problem
+        is collected before raising."""
+        bad: list[Diagnostic] = []
+        for n in self.net.nodes:
             if isinstance(n.gate, Identity):
-                value_light[n.id] = acc_light[n.id]
-        if not isinstance(n.gate, Identity):
-            value_light[n.id] = new_tag()
-            lights.append(Light(value_light[n.id], n.id, "value", 0))
-    by_tag = {l.tag: l for l in lights}
-
-    # Expand every accumulator over lane-driving nodes, through identity neurons:
-    # acc(x) = const[x] + sum_r W[x][r] * value(r), with r an input or gated node.
-    const: dict[int, int] = {}
-    expand: dict[int, dict[int, int]] = {}
-    for n in net.nodes:
-        if n.is_input:
-            continue
-        c, w = n.bias, {}
-        for s, ws in n.weights.items():
-            src = net.nodes[s]
-            if isinstance(src.gate, Identity):
-                c += ws * const[s]
-                for r, wr in expand[s].items():
-                    w[r] = w.get(r, 0) + ws * wr
+                continue
+            phase = 0 if n.is_input else \
+                1 + max((self.phase_of[r] for r in self.expand[n.id]), default=0)
+            if isinstance(n.gate, Spike):
+                self.spike_lanes(n, phase)
             else:
-                w[s] = w.get(s, 0) + ws
-        const[n.id] = c
-        expand[n.id] = {r: v for r, v in w.items() if v}
+                self.gate_lane(n, phase, bad)
+        if bad:
+            raise CompileError(bad)
 
-    # Consumers of each lane node: light tag -> composed weight.
-    fanout: dict[int, dict[int, int]] = {}
-    for x, ws in expand.items():
-        for r, w in ws.items():
-            fanout.setdefault(r, {})[acc_light[x]] = w
-
-    lanes: list[Lane] = []
-    base_of: dict[int, int] = {}
-    phase_of: dict[int, int] = {}
-    bad: list[Diagnostic] = []
-    clock: list[tuple[int, int]] = []   # (membrane, node): gets its per-step constant
-
-    def spike_lanes(n, phase: int) -> None:
-        """A spiking neuron: its membrane light M integrates like an accumulator but is not
-        reset between steps. A clock doll adds the per-step constant; the fire lane (one door
-        at the threshold, read from M) adds 1 to the value light, w to each consumer and
-        resets M; the leak lane (read from M after firing) adds max(u - leak, 0) - u to M."""
-        g = n.gate
-        M = acc_light[n.id]
-        st = net.state_range[n.id]
-        base, steps = staircase(Step(g.threshold), st.lo, st.hi)
-        base_of[n.id] = base
-        phase_of[n.id] = phase
-        clock.append((M, n.id))
-        fire = (M, -g.threshold) if g.reset is None else None
-        reset = None if g.reset is None else (M, g.reset)
-        if base:  # it fires on every step: the membrane effect needs no door
-            lanes.append(Lane(n.id, phase, [], base, st.lo, st.hi, ("light", M), role="fire",
-                              prelude=[fire] if fire else [],
-                              prelude_sets=[reset] if reset else []))
-        elif steps:
-            adds = [(value_light[n.id], 1)] + sorted(fanout.get(n.id, {}).items())
-            door = Door(g.threshold, 1, adds + ([fire] if fire else []),
-                        sets=[reset] if reset else [])
-            lanes.append(Lane(n.id, phase, [door], 0, st.lo, st.hi, ("light", M), role="fire"))
-        leak = Lut(st.lo, tuple(max(u - g.leak, 0) - u for u in range(st.lo, st.hi + 1)))
-        lbase, lsteps = staircase(leak, st.lo, st.hi)
-        if lbase or lsteps:
-            lanes.append(Lane(n.id, phase + 1, [Door(t, d, [(M, d)]) for t, d in lsteps], 0,
-                              st.lo, st.hi, ("light", M), role="leak",
-                              prelude=[(M, lbase)] if lbase else []))
-    for n in net.nodes:
-        if isinstance(n.gate, Identity):
-            continue
-        if isinstance(n.gate, Spike):
-            phase = 1 + max((phase_of[r] for r in expand[n.id]), default=0)
-            spike_lanes(n, phase)
-            continue
+    def gate_lane(self, n, phase: int, bad: list[Diagnostic]) -> None:
+        """An input's or a relu/step/lut node's staircase of doors."""
         if n.is_input:
             plo, phi = n.gate.lo, n.gate.hi
-            phase = 0
-            source = ("input", net.inputs.index(n.id))
+            source = ("input", self.net.inputs.index(n.id))
         else:
-            a = net.acc_range[n.id]
+            a = self.net.acc_range[n.id]
             plo, phi = a.lo, a.hi
-            phase = 1 + max((phase_of[r] for r in expand[n.id]), default=0)
-            source = ("light", acc_light[n.id])
+            source = ("light", self.acc_light[n.id])
         if _door_count(n.gate, plo, phi) > P.MAX_DOORS:
             bad.append(Diagnostic(n.pos, f"'{n.name}' needs a lane of more than {P.MAX_DOORS} "
                                          f"doors (values {plo}..{phi})",
                                   "narrow its range: smaller input ranges, a requantising relu "
                                   "(s > 1) or a smaller max"))
-            continue
+            # Its readers still need a phase and a base to be checked: give the lane's.
+            self.phase_of[n.id], self.base_of[n.id] = phase, 0
+            return
         base, steps = staircase(n.gate, plo, phi)
-        base_of[n.id] = base
-        phase_of[n.id] = phase
+        self.base_of[n.id] = base
+        self.phase_of[n.id] = phase
         doors = []
         for threshold, delta in steps:
-            adds = [(value_light[n.id], delta)]
-            for t, w in sorted(fanout.get(n.id, {}).items()):
+            adds = [(self.value_light[n.id], delta)]
+            for t, w in sorted(self.fanout.get(n.id, {}).items()):
                 adds.append((t, w * delta))
             for t, amount in adds:
                 if abs(amount) > P.LIGHT_MAX:
@@ -257,83 +262,112 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
                                           "light levels hold -32768..32767; use smaller weights"))
             doors.append(Door(threshold, delta, adds))
         if doors:
-            lanes.append(Lane(n.id, phase, doors, base, plo, phi, source))
-    if bad:
-        raise CompileError(bad)
+            self.lanes.append(Lane(n.id, phase, doors, base, plo, phi, source))
 
-    # Reset values: the constant part plus every source's base value. A membrane gets that
-    # constant from the clock doll on every step instead.
-    step_const = {}
-    for x, ws in expand.items():
-        c = const[x] + sum(w * base_of[r] for r, w in ws.items())
-        if isinstance(net.nodes[x].gate, Spike):
-            step_const[acc_light[x]] = c
-        else:
-            by_tag[acc_light[x]].reset = c
-    clock_adds = [(M, step_const[M]) for M, _ in clock if step_const[M]]
-    if clock_adds:
-        lanes.insert(0, Lane(clock[0][1], 0, [], 0, 0, 0, ("none",), role="clock",
-                             prelude=clock_adds))
-    for n in net.nodes:
-        if not isinstance(n.gate, Identity):
-            by_tag[value_light[n.id]].reset = base_of[n.id]
+    def spike_lanes(self, n, phase: int) -> None:
+        """A spiking neuron: its membrane light M integrates like an accumulator but is not
+        reset between steps. A clock doll adds the per-step constant; the fire lane (one door
+        at the threshold, read from M) adds 1 to the value light, w to each consumer and
+        resets M; the leak lane (read from M after firing) adds max(u - leak, 0) - u to M."""
+        g = n.gate
+        M = self.acc_light[n.id]
+        st = self.net.state_range[n.id]
+        base, steps = staircase(Step(g.threshold), st.lo, st.hi)
+        self.base_of[n.id] = base
+        self.phase_of[n.id] = phase
+        self.clock.append((M, n.id))
+        fire = (M, -g.threshold) if g.reset is None else None
+        reset = None if g.reset is None else (M, g.reset)
+        if base:  # it fires on every step: the membrane effect needs no door
+            self.lanes.append(Lane(n.id, phase, [], base, st.lo, st.hi, ("light", M),
+                                   role="fire", prelude=[fire] if fire else [],
+                                   prelude_sets=[reset] if reset else []))
+        elif steps:
+            adds = [(self.value_light[n.id], 1)] + sorted(self.fanout.get(n.id, {}).items())
+            door = Door(g.threshold, 1, adds + ([fire] if fire else []),
+                        sets=[reset] if reset else [])
+            self.lanes.append(Lane(n.id, phase, [door], 0, st.lo, st.hi, ("light", M),
+                                   role="fire"))
+        leak = Lut(st.lo, tuple(max(u - g.leak, 0) - u for u in range(st.lo, st.hi + 1)))
+        lbase, lsteps = staircase(leak, st.lo, st.hi)
+        if lbase or lsteps:
+            self.lanes.append(Lane(n.id, phase + 1, [Door(t, d, [(M, d)]) for t, d in lsteps],
+                                   0, st.lo, st.hi, ("light", M), role="leak",
+                                   prelude=[(M, lbase)] if lbase else []))
 
-    # Proven bounds of every light at any moment: the reset value plus, for every lane that
-    # adds to it, the lowest and highest running total of that lane's additions.
-    # A membrane starts a step anywhere in its state range.
-    lo = {l.tag: (net.state_range[l.node].lo if l.persistent else l.reset) for l in lights}
-    hi = {l.tag: (net.state_range[l.node].hi if l.persistent else l.reset) for l in lights}
-    for lane in lanes:
-        running: dict[int, int] = {}
-        low: dict[int, int] = {}
-        high: dict[int, int] = {}
-        for t, amount in lane.prelude + [a for door in lane.doors for a in door.adds]:
-            running[t] = running.get(t, 0) + amount
-            low[t] = min(low.get(t, 0), running[t])
-            high[t] = max(high.get(t, 0), running[t])
-        for t in running:
-            lo[t] += low[t]
-            hi[t] += high[t]
-    for l in lights:
-        l.lo, l.hi = lo[l.tag], hi[l.tag]
+    def set_resets(self) -> None:
+        """Reset values: the constant part plus every source's base value. A membrane gets
+        that constant from the clock doll on every step instead."""
+        step_const = {}
+        for x, ws in self.expand.items():
+            c = self.const[x] + sum(w * self.base_of[r] for r, w in ws.items())
+            if isinstance(self.net.nodes[x].gate, Spike):
+                step_const[self.acc_light[x]] = c
+            else:
+                self.by_tag[self.acc_light[x]].reset = c
+        clock_adds = [(M, step_const[M]) for M, _ in self.clock if step_const[M]]
+        if clock_adds:
+            self.lanes.insert(0, Lane(self.clock[0][1], 0, [], 0, 0, 0, ("none",),
+                                      role="clock", prelude=clock_adds))
+        for n in self.net.nodes:
+            if not isinstance(n.gate, Identity):
+                self.by_tag[self.value_light[n.id]].reset = self.base_of[n.id]
 
-    n_phases = 1 + max((l.phase for l in lanes), default=0)
-    circuit = Circuit(net, lights, lanes, acc_light, value_light, n_phases)
-    for lane in lanes:
-        lane.door_tag = new_tag()
-    for k, lane in enumerate(lanes):
-        lane.tid = 1000 + k
-    # Group the consumers of each lane by weight: one line per distinct weight, aimed at a
-    # tag every consumer with that weight carries. A lane feeding 600 neurons with weights
-    # -1..1 needs 3 lines per door instead of 601 (lines are what slows dolls down).
-    solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
-    for lane in lanes:
-        if lane.role == "clock":
-            continue
-        by_w: dict[tuple, list[int]] = {}
-        for t, w in sorted(fanout.get(lane.node, {}).items()):
-            key = (w, t) if (lane.node, t) in solo_tags else (w, 0)
-            by_w.setdefault(key, []).append(t)
-        target = {}
-        for key, members in sorted(by_w.items()):
-            if len(members) == 1:
-                target[key] = members[0]
+    def bound_lights(self) -> None:
+        """Proven bounds of every light at any moment: the reset value plus, for every lane
+        that adds to it, the lowest and highest running total of that lane's additions.
+        A membrane starts a step anywhere in its state range."""
+        net = self.net
+        lo = {l.tag: (net.state_range[l.node].lo if l.persistent else l.reset)
+              for l in self.lights}
+        hi = {l.tag: (net.state_range[l.node].hi if l.persistent else l.reset)
+              for l in self.lights}
+        for lane in self.lanes:
+            running: dict[int, int] = {}
+            low: dict[int, int] = {}
+            high: dict[int, int] = {}
+            for t, amount in lane.prelude + [a for door in lane.doors for a in door.adds]:
+                running[t] = running.get(t, 0) + amount
+                low[t] = min(low.get(t, 0), running[t])
+                high[t] = max(high.get(t, 0), running[t])
+            for t in running:
+                lo[t] += low[t]
+                hi[t] += high[t]
+        for l in self.lights:
+            l.lo, l.hi = lo[l.tag], hi[l.tag]
+
+    def group_lines(self, circuit: Circuit, solo) -> None:
+        """Group the consumers of each lane by weight: one line per distinct weight, aimed at
+        a tag every consumer with that weight carries. A lane feeding 600 neurons with
+        weights -1..1 needs 3 lines per door instead of 601 (lines are what slows dolls)."""
+        net, acc_light = self.net, self.acc_light
+        solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
+        for lane in self.lanes:
+            if lane.role == "clock":
                 continue
-            g = new_tag()
-            circuit.groups[g] = members
-            for t in members:
-                by_tag[t].groups.append(g)
-            target[key] = g
-        if lane.role == "leak":
+            by_w: dict[tuple, list[int]] = {}
+            for t, w in sorted(self.fanout.get(lane.node, {}).items()):
+                key = (w, t) if (lane.node, t) in solo_tags else (w, 0)
+                by_w.setdefault(key, []).append(t)
+            target = {}
+            for key, members in sorted(by_w.items()):
+                if len(members) == 1:
+                    target[key] = members[0]
+                    continue
+                g = self.new_tag()
+                circuit.groups[g] = members
+                for t in members:
+                    self.by_tag[t].groups.append(g)
+                target[key] = g
+            if lane.role == "leak":
+                for door in lane.doors:
+                    door.lines = list(door.adds)
+                continue
             for door in lane.doors:
-                door.lines = list(door.adds)
-            continue
-        for door in lane.doors:
-            door.lines = [(value_light[lane.node], door.delta)] + [
-                (target[key], key[0] * door.delta) for key in sorted(by_w)]
-            if lane.role == "fire":  # the subtracting reset of the membrane, if any
-                door.lines += [a for a in door.adds if a[0] == acc_light[lane.node]]
-    return circuit
+                door.lines = [(self.value_light[lane.node], door.delta)] + [
+                    (target[key], key[0] * door.delta) for key in sorted(by_w)]
+                if lane.role == "fire":  # the subtracting reset of the membrane, if any
+                    door.lines += [a for a in door.adds if a[0] == acc_light[lane.node]]
 
 
 def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[int, int]:
