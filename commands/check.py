@@ -49,4 +49,6 @@ def run(args) -> int:
             failed += 1
             continue
         print(summary(net, args.nodes))
+    n = len(args.files)
+    print(f"{n - failed}/{n} netlist(s) ok" + (f", {failed} with errors" if failed else ""))
     return 1 if failed else 0

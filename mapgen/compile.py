@@ -16,7 +16,8 @@ from .layout import Layout, build_layout
 from .program import Schedule, acs_source, bus_violations, manifest, plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WADS = os.path.join(ROOT, "wads")   # where built WADs go by default (never committed)
+# Where built WADs go by default (never committed); $VOODOO_WADS moves them (tests do).
+WADS = os.environ.get("VOODOO_WADS") or os.path.join(ROOT, "wads")
 MANIFEST_LUMP = "VNETINFO"
 NETLIST_LUMP = "VNETLIST"
 

@@ -1,0 +1,116 @@
+"""The README is the spec of the command line: every `python build.py ...` line in its
+command blocks runs here as a user would type it (through a shell, so globs expand), in a
+temporary directory, with the exit status and the documented last line checked.
+
+Sizes are made small where a command takes one (`mnist --samples 20 --small`), and default
+outputs go to the temporary directory ($VOODOO_WADS), so nothing is written into the
+checkout. A command added to the README must also get its expected last line in EXPECT, or
+this test fails.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+README = os.path.join(ROOT, "README.md")
+
+# subcommand -> regex the last line of stdout must match ("" = exit 0 is enough)
+EXPECT = {
+    "--help": r"^\s+\w+\s+",
+    "check": r"^(\d+)/\1 netlist\(s\) ok$",
+    "eval": r"",
+    "compile": r"",
+    "run": r"^(\d+)/\1 EXACT$",
+    "render": r"",
+    "hello": r"^5/5 EXACT$",
+    "museum": r"",
+    "mnist": r"^engine==reference (\d+)/\1 EXACT;",
+    "acs": r"",
+    "export": r"",
+}
+# Extra checks on the whole output for some commands.
+CONTAINS = {
+    "museum --screenshot": ["EXACT  (7)", "EXACT  (7 after MUTATE reads as 1)"],
+}
+
+
+def _blocks(text: str) -> list[str]:
+    """Lines of the README's code blocks: fenced, or indented by four spaces after a blank
+    line (Markdown's indented code)."""
+    lines, out, fenced, prev_blank = text.splitlines(), [], False, True
+    for line in lines:
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or (line.startswith("    ") and (prev_blank or out and out[-1] is not None)):
+            out.append(line.strip())
+        else:
+            out.append(None) if out and out[-1] is not None else None
+        prev_blank = not line.strip()
+    return [l for l in out if l]
+
+
+def readme_commands() -> list[str]:
+    cmds = []
+    for line in _blocks(open(README, encoding="utf-8").read()):
+        if line.startswith("python build.py"):
+            cmds.append(re.sub(r"\s+#.*$", "", line))
+    return cmds
+
+
+def _small(cmd: str) -> str:
+    """The same command at a test's size."""
+    if " mnist" in cmd:
+        cmd = re.sub(r"--samples \d+", "", cmd) + " --samples 20 --small"
+    return cmd
+
+
+def test_readme_lists_commands():
+    cmds = readme_commands()
+    assert len(cmds) >= 8, cmds
+    assert any(c.startswith("python build.py hello") for c in cmds)
+
+
+@pytest.mark.parametrize("cmd", readme_commands())
+def test_readme_command(cmd, tmp_path):
+    sub = shlex.split(cmd)[2] if len(shlex.split(cmd)) > 2 else "--help"
+    assert sub in EXPECT, f"README command `{cmd}`: add its documented last line to EXPECT"
+    os.symlink(os.path.join(ROOT, "circuits"), tmp_path / "circuits")
+    os.mkdir(tmp_path / "wads")
+    (tmp_path / "script.acs").write_text('#include "zcommon.acs"\nscript 1 OPEN { Print(s:"hi"); }\n')
+    env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path / "wads")}
+    line = _small(cmd).replace("python build.py",
+                               f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(ROOT, 'build.py'))}", 1)
+    start = time.time()
+    r = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, f"`{cmd}` exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    out = r.stdout.strip().splitlines()
+    assert out, f"`{cmd}` printed nothing"
+    if EXPECT[sub]:
+        assert re.search(EXPECT[sub], out[-1]), f"`{cmd}` ended with {out[-1]!r}"
+    for key, needles in CONTAINS.items():
+        if cmd.startswith(f"python build.py {key}"):
+            for n in needles:
+                assert n in r.stdout, f"`{cmd}`: {n!r} missing from\n{r.stdout}"
+    # Nothing of the command's output may land in the checkout.
+    assert not _written_since(start), f"`{cmd}` wrote into the checkout: {_written_since(start)}"
+
+
+def _written_since(t: float) -> list[str]:
+    found = []
+    for top in (ROOT, os.path.join(ROOT, "wads"), os.path.join(ROOT, "circuits")):
+        for name in os.listdir(top):
+            p = os.path.join(top, name)
+            if os.path.isfile(p) and os.path.getmtime(p) > t:
+                found.append(p)
+    return found
