@@ -104,36 +104,60 @@ def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dic
 
 
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
+    """The museum map: lane hall, gallery with display and pedals, the MUTATE line."""
     net = load(SOURCE)
-    circuit = lower(net, solo={MUTATION})
-    names = {n.id: n.name for n in circuit.net.nodes}
-    m = MapModel()
-    conveyor = conveyor_tag_for(circuit)
-    pedal_tags = [conveyor + 1 + j for j in range(7)]
+    b = _Build(net=net, circuit=lower(net, solo={MUTATION}), m=MapModel())
+    b.names = {n.id: n.name for n in b.circuit.net.nodes}
+    b.conveyor = conveyor_tag_for(b.circuit)
+    b.pedal_tags = [b.conveyor + 1 + j for j in range(7)]
+    _lane_hall(b)
+    _gallery(b)
+    _display(b)
+    _pedals(b)
+    _mutation_line(b)
+    cm = _assemble(b, title, acc)
+    return MuseumMap(cm, b.spots, b.pedal_tags, b.display_tags, b.mutate_line, net)
 
-    # -- the lane hall: trenches cut into one floor ------------------------------------------
+
+class _Build:
+    """What the steps of `build` hand each other."""
+
+    def __init__(self, **kw):
+        self.tiles: dict = {}
+        self.spots: dict[str, Spot] = {}
+        self.__dict__.update(kw)
+
+
+def _lane_hall(b: _Build) -> None:
+    """The lane hall: trenches cut into one floor, sky above so no door hides a doll."""
     LX, LY = 256.0, 256.0
-    geoms = place_lanes(circuit, LX, LY)
+    b.geoms = geoms = place_lanes(b.circuit, LX, LY)
     top_floor = max(s.floor for g in geoms for s in g.segments)
-    r_floor = top_floor + 32                          # > 24 above every lane: no way out
-    r_ceil = r_floor + 320
-    rx0, ry0 = LX - 96, LY - 96
-    rx1 = max(g.segments[-1].x1 for g in geoms) + 96
-    ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
-    hall = m.sector(Sector(r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex="F_SKY1",
-                           comment="lane hall: every lane is a trench in this floor"))
+    b.r_floor = top_floor + 32                          # > 24 above every lane: no way out
+    b.r_ceil = b.r_floor + 320
+    b.rx0, b.ry0 = LX - 96, LY - 96
+    b.rx1 = max(g.segments[-1].x1 for g in geoms) + 96
+    b.ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
+    b.hall = b.m.sector(Sector(b.r_floor, b.r_ceil, 176, floor_tex="FLOOR7_1",
+                               ceil_tex="F_SKY1",
+                               comment="lane hall: every lane is a trench in this floor"))
     for g in geoms:
-        emit_lane(m, g, conveyor, room=hall, ceiling=r_ceil)
+        emit_lane(b.m, g, b.conveyor, room=b.hall, ceiling=b.r_ceil)
 
-    # -- the gallery, south of the lane hall, a step up, looking in through a window ----------
-    g_floor = r_floor + 160                           # a balcony: look down into the lanes
-    g_ceil = g_floor + 256
-    gy1, gy0 = ry0, ry0 - 1280
-    cx = (rx0 + rx1) / 2
+
+def _gallery(b: _Build) -> None:
+    """The gallery, south of the lane hall, a step up, looking in through a window."""
+    m, hall = b.m, b.hall
+    rx0, ry0, rx1, ry1 = b.rx0, b.ry0, b.rx1, b.ry1
+    b.g_floor = b.r_floor + 160                       # a balcony: look down into the lanes
+    b.g_ceil = b.g_floor + 256
+    gy1, b.gy0 = ry0, ry0 - 1280
+    gy0 = b.gy0
+    b.cx = cx = (rx0 + rx1) / 2
     gx0, gx1 = min(rx0, cx - 768), max(rx1, cx + 768)
     # Dimmer than a lit display segment (200), brighter than a dark one (-120 is black).
-    gallery = m.sector(Sector(g_floor, g_ceil, 160, floor_tex="FLOOR4_8", ceil_tex="FLAT19",
-                              comment="gallery"))
+    b.gallery = gallery = m.sector(Sector(b.g_floor, b.g_ceil, 160, floor_tex="FLOOR4_8",
+                                          ceil_tex="FLAT19", comment="gallery"))
     m.wall((rx0, ry0), (rx0, ry1), hall)
     m.wall((rx0, ry1), (rx1, ry1), hall)
     m.wall((rx1, ry1), (rx1, ry0), hall)
@@ -147,78 +171,91 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
     m.wall((gx0, gy0), (gx0, gy1), gallery, tex="MARBLE1")
     m.wall((gx0, gy1), (rx0, gy1), gallery, tex="MARBLE1")
 
-    # The display: output accumulators as recessed ceiling panels over the middle.
-    display = _seven(cx, gy0 + 820, 224, 48, 8)
-    tiles = {}
-    display_tags = []
-    for j, s in enumerate(SEGMENTS):
-        node = circuit.net.by_name(f"show_{s}")
-        tag = circuit.acc_light[node.id]
-        light = circuit.light(tag)
-        tiles[tag] = inset_sector(m, gallery, display[s], Sector(
-            g_floor, g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
+
+def _display(b: _Build) -> None:
+    """The display: output accumulators as recessed ceiling panels over the middle."""
+    display = _seven(b.cx, b.gy0 + 820, 224, 48, 8)
+    b.display_tags = []
+    for s in SEGMENTS:
+        node = b.circuit.net.by_name(f"show_{s}")
+        tag = b.circuit.acc_light[node.id]
+        light = b.circuit.light(tag)
+        b.tiles[tag] = inset_sector(b.m, b.gallery, display[s], Sector(
+            b.g_floor, b.g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
             floor_tex="FLAT14", ceil_tex="FLAT2",
             comment=f"display segment {s}: the accumulator light of show_{s}"))
-        display_tags.append(tag)
-    spots: dict[str, Spot] = {}
-    # The pedals: a seven-segment digit on the floor near the entrance.
+        b.display_tags.append(tag)
+
+
+def _pedals(b: _Build) -> None:
+    """The pedals: a seven-segment digit on the floor near the entrance, and READ, MUTATE,
+    RESTORE."""
+    m, cx, gy0 = b.m, b.cx, b.gy0
     pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
     for j, s in enumerate(SEGMENTS):
         box = pedals[s]
-        inset_sector(m, gallery, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
-                                             floor_tex="FLAT22", comment=f"pedal {s}"))
+        inset_sector(m, b.gallery, box, Sector(b.g_floor + 4, b.g_ceil, PEDAL_OFF,
+                                               tag=b.pedal_tags[j], floor_tex="FLAT22",
+                                               comment=f"pedal {s}"))
         px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
                               args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
-        spots[s] = Spot(s, px, py)
+        b.spots[s] = Spot(s, px, py)
     for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
                                                     ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
                                                     ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
         px, py = cx + 420, gy0 + 220 + 200 * k
-        inset_sector(m, gallery, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
-                                                               floor_tex=tex,
-                                                               comment=f"{name} pedal"))
+        inset_sector(m, b.gallery, _box(px, py, 96, 96), Sector(b.g_floor + 4, b.g_ceil, light,
+                                                                 floor_tex=tex,
+                                                                 comment=f"{name} pedal"))
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
                               comment=f"{name} pedal"))
-        spots[name] = Spot(name, px, py)
-    spots["rest"] = Spot("rest", cx, gy0 + 100)
+        b.spots[name] = Spot(name, px, py)
+    b.spots["rest"] = Spot("rest", cx, gy0 + 100)
 
-    # -- the mutated line, and a plaque in front of it ----------------------------------------
-    src, dst = (circuit.net.by_name(n) for n in MUTATION)
-    lane = next(g for g in geoms if g.lane.node == src.id)
-    target = circuit.acc_light[dst.id]
-    k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == target)
-    mutate_line = lane.line_index[k]
-    m.lines[mutate_line].id = MUTATE_LINE_ID
-    m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
-    plaque_x = lane.lines[k][0]
-    inset_sector(m, gallery, _box(plaque_x, ry0 - 40, 96, 32),
-                 Sector(g_floor + 2, g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
+
+def _mutation_line(b: _Build) -> None:
+    """The line MUTATE rewires, and a plaque in front of it."""
+    m, spots = b.m, b.spots
+    src, b.dst = (b.circuit.net.by_name(n) for n in MUTATION)
+    b.src = src
+    b.lane = lane = next(g for g in b.geoms if g.lane.node == src.id)
+    b.target = b.circuit.acc_light[b.dst.id]
+    b.k = k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == b.target)
+    b.mutate_line = lane.line_index[k]
+    m.lines[b.mutate_line].id = MUTATE_LINE_ID
+    m.lines[b.mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
+    plaque_x, ry0 = lane.lines[k][0], b.ry0
+    inset_sector(m, b.gallery, _box(plaque_x, ry0 - 40, 96, 32),
+                 Sector(b.g_floor + 2, b.g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
     m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
                           args=(SCRIPT_PLAQUE, 0), comment="plaque"))
     spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
-    spots["view"] = Spot("view", cx, gy0 + 200)
+    spots["view"] = Spot("view", b.cx, b.gy0 + 200)
     spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)
     # South of pedal d, facing it: a visitor walking north steps onto d first.
-    spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
+    spots["approach"] = Spot("approach", b.cx - 420, b.gy0 + 120)
 
-    # -- the other lights, the conveyor, the things ---------------------------------------------
-    others = [l for l in circuit.lights if l.tag not in display_tags]
-    more, hall_y0 = light_tiles(m, others, names, rx1 + 512, ry1)
-    tiles.update(more)
-    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
-    add_things(m, geoms, names, (spots["rest"].x, spots["rest"].y), angle=90)
 
-    layout = Layout(circuit, m, geoms, tiles, conveyor, (spots["rest"].x, spots["rest"].y))
+def _assemble(b: _Build, title: str, acc: str) -> CompiledMap:
+    """The other lights, the conveyor and the things; then schedule, check and compile."""
+    m, circuit, spots = b.m, b.circuit, b.spots
+    others = [l for l in circuit.lights if l.tag not in b.display_tags]
+    more, hall_y0 = light_tiles(m, others, b.names, b.rx1 + 512, b.ry1)
+    b.tiles.update(more)
+    conveyor_control(m, b.conveyor, b.rx1 + 512, hall_y0 - 96)
+    rest = (spots["rest"].x, spots["rest"].y)
+    add_things(m, b.geoms, b.names, rest, angle=90)
+    layout = Layout(circuit, m, b.geoms, b.tiles, b.conveyor, rest)
     sched = plan(layout)
     run_all(layout, sched)
     machine = acs_source(layout, sched, title)
     bad = bus_violations(machine)
     if bad:
         raise AssertionError(f"museum machine ACS line {bad[0][0]} is not a bus operation")
-    controls = controls_source(pedal_tags, target, dst.name, src.name,
-                               lane.lines[k][3])
-    bad = ui_violations(controls, pedal_tags)
+    controls = controls_source(b.pedal_tags, b.target, b.dst.name, b.src.name,
+                               b.lane.lines[b.k][3])
+    bad = ui_violations(controls, b.pedal_tags)
     if bad:
         raise AssertionError(f"museum control ACS reads a neuron: {bad[0]}")
     source = machine + "\n" + controls
@@ -226,8 +263,8 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
     info = manifest(layout, sched, title)
     info["museum"] = {"spots": {k: [v.x, v.y] for k, v in spots.items()},
                       "read_script": SCRIPT_READ, "status_script": SCRIPT_STATUS}
-    cm = CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior, info)
-    return MuseumMap(cm, spots, pedal_tags, display_tags, mutate_line, net)
+    return CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior,
+                       info)
 
 
 def controls_source(pedal_tags, target_tag: int, dst: str, src: str, amount: int) -> str:
