@@ -26,13 +26,13 @@ from dsl import load
 from dsl.ir import Netlist
 
 from mapgen import physics as P
-from mapgen.checks import run_all
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
-from mapgen.layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
-                     inset_sector, light_tiles, place_lanes)
-from mapgen.program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
+from mapgen.layout import conveyor_tag_for, inset_sector
+from mapgen.program import SCRIPT_INFER, manifest
 from mapgen.udmf import MapModel, Sector, Thing
+
+from .gallery import GalleryDriver, box as _box, build_gallery, finish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "circuits", "museum.dnet")
@@ -85,10 +85,6 @@ class MuseumMap:
     net: Netlist
 
 
-def _box(cx, cy, w, h):
-    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-
-
 def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dict[str, tuple]:
     """Boxes of a seven-segment figure centred on (cx, cy)."""
     half = length / 2 + gap + thick / 2
@@ -106,46 +102,13 @@ def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dic
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
     net = load(SOURCE)
     circuit = lower(net, solo={MUTATION})
-    names = {n.id: n.name for n in circuit.net.nodes}
     m = MapModel()
     conveyor = conveyor_tag_for(circuit)
     pedal_tags = [conveyor + 1 + j for j in range(7)]
 
-    # -- the lane hall: trenches cut into one floor ------------------------------------------
-    LX, LY = 256.0, 256.0
-    geoms = place_lanes(circuit, LX, LY)
-    top_floor = max(s.floor for g in geoms for s in g.segments)
-    r_floor = top_floor + 32                          # > 24 above every lane: no way out
-    r_ceil = r_floor + 320
-    rx0, ry0 = LX - 96, LY - 96
-    rx1 = max(g.segments[-1].x1 for g in geoms) + 96
-    ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
-    hall = m.sector(Sector(r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex="F_SKY1",
-                           comment="lane hall: every lane is a trench in this floor"))
-    for g in geoms:
-        emit_lane(m, g, conveyor, room=hall, ceiling=r_ceil)
-
-    # -- the gallery, south of the lane hall, a step up, looking in through a window ----------
-    g_floor = r_floor + 160                           # a balcony: look down into the lanes
-    g_ceil = g_floor + 256
-    gy1, gy0 = ry0, ry0 - 1280
-    cx = (rx0 + rx1) / 2
-    gx0, gx1 = min(rx0, cx - 768), max(rx1, cx + 768)
-    # Dimmer than a lit display segment (200), brighter than a dark one (-120 is black).
-    gallery = m.sector(Sector(g_floor, g_ceil, 160, floor_tex="FLOOR4_8", ceil_tex="FLAT19",
-                              comment="gallery"))
-    m.wall((rx0, ry0), (rx0, ry1), hall)
-    m.wall((rx0, ry1), (rx1, ry1), hall)
-    m.wall((rx1, ry1), (rx1, ry0), hall)
-    # The window: the gallery on its right (south), the lane hall behind; nobody crosses it.
-    m.portal((rx1, ry0), (rx0, ry0), hall, gallery, tex="BROWN96", flags=("blocking",),
-             comment="the window onto the lanes")
-    # Walls keep the gallery on their right: clockwise round it, the window excepted.
-    m.wall((rx1, gy1), (gx1, gy1), gallery, tex="MARBLE1")
-    m.wall((gx1, gy1), (gx1, gy0), gallery, tex="MARBLE1")
-    m.wall((gx1, gy0), (gx0, gy0), gallery, tex="MARBLE1")
-    m.wall((gx0, gy0), (gx0, gy1), gallery, tex="MARBLE1")
-    m.wall((gx0, gy1), (rx0, gy1), gallery, tex="MARBLE1")
+    gal = build_gallery(m, circuit, conveyor)
+    geoms, gallery, g_floor, g_ceil = gal.geoms, gal.room, gal.floor, gal.ceil
+    gy0, cx, ry0 = gal.y0, gal.cx, gal.hall_box[1]
 
     # The display: output accumulators as recessed ceiling panels over the middle.
     display = _seven(cx, gy0 + 820, 224, 48, 8)
@@ -202,20 +165,8 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
     # South of pedal d, facing it: a visitor walking north steps onto d first.
     spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
 
-    # -- the other lights, the conveyor, the things ---------------------------------------------
-    others = [l for l in circuit.lights if l.tag not in display_tags]
-    more, hall_y0 = light_tiles(m, others, names, rx1 + 512, ry1)
-    tiles.update(more)
-    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
-    add_things(m, geoms, names, (spots["rest"].x, spots["rest"].y), angle=90)
-
-    layout = Layout(circuit, m, geoms, tiles, conveyor, (spots["rest"].x, spots["rest"].y))
-    sched = plan(layout)
-    run_all(layout, sched)
-    machine = acs_source(layout, sched, title)
-    bad = bus_violations(machine)
-    if bad:
-        raise AssertionError(f"museum machine ACS line {bad[0][0]} is not a bus operation")
+    layout, sched, machine = finish(m, circuit, gal, tiles, conveyor, set(display_tags),
+                                    (spots["rest"].x, spots["rest"].y), title)
     controls = controls_source(pedal_tags, target, dst.name, src.name,
                                lane.lines[k][3])
     bad = ui_violations(controls, pedal_tags)
@@ -302,54 +253,14 @@ def ui_violations(source: str, pedal_tags) -> list[str]:
     return bad
 
 
-class MuseumDriver:
+class MuseumDriver(GalleryDriver):
     """Plays the museum as a visitor: warps onto pedals (or walks), reads the display."""
 
+    machine_pedals = ("READ", "MUTATE", "RESTORE")
+    what = "the museum's machine"
+
     def __init__(self, wad: str, info: dict, render: bool = False):
-        from engine.doom import Engine
-        from engine.runner import MapRunner
-
-        self.info = info
-        self.spots = info["museum"]["spots"]
-        self.engine = Engine(wad, resolution="RES_640X480" if render else "RES_160X120",
-                             render=render, buttons=("MOVE_FORWARD", "LOOK_UP_DOWN_DELTA"))
-        self.runner = MapRunner(wad, info, engine=self.engine)   # waits for the map's ready
-        self.reads = 0
-
-    def close(self):
-        self.engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def warp(self, spot: str) -> None:
-        x, y = self.spots[spot]
-        self.engine.command(f"warp {x:g} {y:g}")
-        self.engine.advance(2)
-
-    def press(self, pedal: str) -> None:
-        """Step onto a pedal from the rest spot (leaving it first, so it fires again)."""
-        self.warp("rest")
-        self.warp(pedal)
-        if pedal in ("READ", "MUTATE", "RESTORE"):
-            self.reads += 1
-            self.wait_machine()
-        self.warp("rest")
-
-    def wait_machine(self, already: int = 0) -> None:
-        """Advance until the machine must have acknowledged the last READ (`already` tics
-        since it was pressed have passed) and check that it has."""
-        from engine.doom import EngineError
-
-        need = self.info["inference_tics"] + 2
-        self.engine.advance(need - already)
-        ack = self.engine.user(self.info["ack_var"])
-        if ack != self.reads:
-            raise EngineError(f"the museum's machine did not finish read {self.reads} in "
-                              f"{need} tics (ack {ack})")
+        super().__init__(wad, info, info["museum"]["spots"], render)
 
     def status(self) -> tuple[list[int], int]:
         """(pedal lights a..g, mutation flag)."""
@@ -389,13 +300,4 @@ class MuseumDriver:
 
     def screenshot(self, path: str, pitch: float = 24.0) -> None:
         """A PNG of the view from the gallery entrance, looking up at the display."""
-        from PIL import Image
-
-        from mapgen.render import save_png
-
-        self.warp("view")
-        self.engine.advance(1, [0.0, pitch])
-        self.engine.advance(3, [0.0, 0.0])
-        img = Image.fromarray(self.engine.screen())
-        save_png(img, path)
-        self.engine.advance(1, [0.0, -pitch])
+        self.shot("view", path, pitch)
