@@ -5,8 +5,8 @@ Owns the tic-tac-toe map, its visitor controls and the driver that plays it:
 - the **board**: nine floor pads in the gallery, one per cell; stepping on a pad toggles an
   X there (its light shows it); MOVE asks the machine for O's reply, NEW GAME clears it;
 - the **display** in the ceiling: nine panels that are the accumulators of the `show`
-  neurons themselves (O lit 240, empty grey 96, X black 0), and two result panels, O WINS and
-  DRAW (lit 200, else 40);
+  neurons themselves (O lit 255, empty grey 128, X black 0; looking up from the south, row 0 is
+  nearest), and two result panels, O WINS (red) and DRAW (lit 200, else 40);
 - the **machine**: demos/tictactoe_policy.py's rule-based policy, built with the graph API
   and compiled like any netlist; its dolls ride the lane hall behind the window.
 
@@ -29,7 +29,7 @@ from mapgen.program import SCRIPT_INFER, manifest
 from mapgen.udmf import MapModel, Sector, Thing
 
 from .gallery import GalleryDriver, box, build_gallery, finish
-from .tictactoe_policy import full, policy_graph, winner
+from .tictactoe_policy import LINES, full, policy_graph, winner
 
 SCRIPT_PAD = 30                  # 30..38: the pad of cell 0..8
 SCRIPT_MOVE = 40
@@ -52,9 +52,12 @@ class TicTacToeMap:
     graph: object                # the Graph it was built from
 
 
-def _cell_center(cx: float, cy: float, i: int, pitch: float) -> tuple[float, float]:
-    r, c = divmod(i, 3)          # row 0 is the top (north) row
-    return cx + (c - 1) * pitch, cy + (1 - r) * pitch
+def _cell_center(cx: float, cy: float, i: int, pitch: float, north: int = 1
+                 ) -> tuple[float, float]:
+    """Row 0 to the north (north=1: the pads, seen looking down) or to the south (north=-1:
+    the ceiling, where looking up from the south the nearest row is the top of the view)."""
+    r, c = divmod(i, 3)
+    return cx + (c - 1) * pitch, cy + (1 - r) * pitch * north
 
 
 def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
@@ -82,10 +85,10 @@ def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
     # The display: the show neurons' accumulators as ceiling panels, right of the middle.
     tiles, display_tags = {}, []
     dx, dy = cx + 380, gy0 + 700
-    panels = [(f"show[{i}]", box(*_cell_center(dx, dy, i, 136), 120, 120), "FLAT2")
+    panels = [(f"show[{i}]", box(*_cell_center(dx, dy, i, 136, north=-1), 120, 120), "FLAT2")
               for i in range(9)]
-    panels += [("show_owin", box(dx + 330, dy + 90, 96, 96), "FLAT5_3"),
-               ("show_draw", box(dx + 330, dy - 90, 96, 96), "FLAT5_1")]
+    panels += [("show_owin", box(dx + 330, dy - 90, 96, 96), "FLAT5_3"),
+               ("show_draw", box(dx + 330, dy + 90, 96, 96), "FLAT5_1")]
     for name, rect, tex in panels:
         tag = circuit.acc_light[net.by_name(name).id]
         light = circuit.light(tag)
@@ -206,6 +209,103 @@ class TicTacToeDriver(GalleryDriver):
         self.press("NEW")
 
 
+# Scripted X players: (x, o, rng) -> a free cell.
+def _free(x, o):
+    return [i for i in range(9) if not x[i] and not o[i]]
+
+
+def _completing(x, o, mine):
+    for line in LINES:
+        cells = [mine[i] for i in line]
+        free = [i for i in line if not x[i] and not o[i]]
+        if sum(cells) == 2 and len(free) == 1:
+            return free[0]
+    return None
+
+
+def x_first_free(x, o, rng):
+    return _free(x, o)[0]
+
+
+def x_trap(x, o, rng):
+    """Opposite corners, then the other corners: the fork every textbook warns about."""
+    return next(i for i in (0, 8, 2, 6, 1, 3, 5, 7, 4) if not x[i] and not o[i])
+
+
+def x_greedy(x, o, rng):
+    """Wins when it can, blocks when it must, else a random free cell."""
+    for mine in (x, o):
+        c = _completing(x, o, mine)
+        if c is not None:
+            return c
+    return rng.choice(_free(x, o))
+
+
+def x_random(x, o, rng):
+    return rng.choice(_free(x, o))
+
+
+def x_centre_side(x, o, rng):
+    """Centre, then sides, then corners."""
+    return next(i for i in (4, 1, 5, 7, 3, 0, 2, 6, 8) if not x[i] and not o[i])
+
+
+STRATEGIES = {"trap": x_trap, "greedy": x_greedy, "first-free": x_first_free,
+              "centre-side": x_centre_side, "random": x_random}
+
+
+@dataclass
+class Game:
+    strategy: str
+    moves: list[str]             # "X4", "O0", ...
+    x: list[int]
+    o: list[int]
+    replies: int                 # MOVE presses compared with the reference
+    exact: int                   # of which every light equalled the reference
+    tics: int                    # the machine's tics per move (predicted and acknowledged)
+
+    @property
+    def result(self) -> str:
+        return result(self.x, self.o)
+
+
+def play_game(d: TicTacToeDriver, net, strategy: str, seed: int = 0) -> Game:
+    """One game from an empty board: X by the strategy on the pads, O by the machine. Every
+    light the machine leaves is compared with the reference after each MOVE."""
+    import random
+
+    from dsl.lower import lower_products
+    from engine.runner import reference_labels
+
+    rng = random.Random(seed)
+    low = lower_products(net)
+    d.new_game()
+    x, o = [0] * 9, [0] * 9
+    g = Game(strategy, [], x, o, 0, 0, d.info["inference_tics"])
+    while not winner(x, o) and not full(x, o):
+        cell = STRATEGIES[strategy](x, o, rng)
+        d.place(cell)
+        x[cell] = 1
+        g.moves.append(f"X{cell}")
+        every = d.move()
+        want = reference_labels(net, low, x + o)
+        g.replies += 1
+        g.exact += every == {k: want[k] for k in every} and len(every) == len(want)
+        reply = every["value:move"] - 1
+        if reply >= 0:
+            o[reply] = 1
+            g.moves.append(f"O{reply}")
+    return g
+
+
+def table_size(positions) -> tuple[int, int, int]:
+    """(nodes, lines, dolls) of a lookup table of the game: one detector per position
+    (equals over the 18 inputs: one step neuron, 18 lines) and a line from each to its
+    reply's output; every detector and input needs a doll, the outputs (identity) none."""
+    n = len(positions)
+    return 18 + n + 9, 18 * n + n, 18 + n
+
+
 def board_text(x, o) -> list[str]:
     return [" ".join("X" if x[3 * r + c] else "O" if o[3 * r + c] else "." for c in range(3))
             for r in range(3)]
@@ -215,3 +315,50 @@ def result(x, o) -> str:
     w = winner(x, o)
     return f"{w} wins" if w else "draw" if full(x, o) else "unfinished"
 
+
+
+def run(args) -> int:
+    """`build.py tictactoe`: build the map, play games in ViZDoom, print them and sizes."""
+    import os
+
+    from dsl.diagnostics import VoodooError
+    from mapgen.compile import WADS, write_wad
+
+    from .tictactoe_policy import all_positions, positions_to_answer
+
+    if args.games < 1:
+        raise VoodooError(f"--games {args.games}: play at least one game")
+    t = build(acc=args.acc)
+    out = args.output or os.path.join(WADS, "tictactoe.wad")
+    write_wad(out, [t.compiled], t.net)
+    cm = t.compiled
+    dolls = len(cm.circuit.lanes)
+    print(f"{out}: tic-tac-toe, O played by {dolls} dolls ({cm.manifest['inference_tics']} "
+          f"tics per move)")
+    names = list(STRATEGIES)
+    games = []
+    with TicTacToeDriver(out, cm.manifest, render=args.screenshot) as d:
+        for k in range(args.games):
+            g = play_game(d, t.net, names[k % len(names)], seed=k)
+            games.append(g)
+            rows = board_text(g.x, g.o)
+            print(f"game {k + 1} (X {g.strategy}): {' '.join(g.moves)}  -> {g.result}")
+            for row in rows:
+                print(f"    {row}")
+        if args.screenshot:
+            shot = os.path.splitext(out)[0] + "-board.png"
+            d.shot("view", shot, 30.0)
+            print(f"screenshot: {shot}")
+    nodes, lines = len(t.net.nodes), t.net.n_connections
+    table = table_size(all_positions())
+    print(f"policy (graph API, rules, no training): {nodes} nodes, {lines} lines, {dolls} dolls;"
+          f" a lookup table of the game ({len(all_positions())} positions): {table[0]} nodes, "
+          f"{table[1]} lines, {table[2]} dolls")
+    print(f"positions O must answer against any X: {len(positions_to_answer())}")
+    replies = sum(g.replies for g in games)
+    exact = sum(g.exact for g in games)
+    lost = sum(g.result == "X wins" for g in games)
+    print(f"O replies {exact}/{replies} {'EXACT' if exact == replies else 'MISMATCH'}; "
+          f"games {len(games)}, O lost {lost}; tics per move {cm.manifest['inference_tics']}; "
+          f"dolls {dolls}")
+    return 0 if exact == replies and lost == 0 else 1

@@ -22,7 +22,7 @@ CORNERS = (0, 2, 6, 8)
 OPPOSITE = {0: 8, 2: 6, 6: 2, 8: 0}
 # Display panels (light levels): a cell is grey when empty, lit for O, black for X; a
 # result panel is dim, or lit when it holds.
-EMPTY, O_LIT, X_DARK = 96, 240, 0
+EMPTY, O_LIT, X_DARK = 128, 255, 0
 DIM, LIT = 40, 200
 
 
