@@ -1,0 +1,66 @@
+"""Constructed programs in the engine: a sample of inputs for every graph and .dnet
+operation, every output and every intermediate light equal to the reference."""
+import itertools
+import os
+import random
+
+from test_engine_maps import edge_and_random_inputs, run_exact
+from test_graph import DNET_OPS, two_operand_graph
+
+from dsl.graph import Graph
+from dsl.lower import lower_products
+from dsl.parser import parse
+from dsl.reference import evaluate
+from engine.runner import MapRunner, reference_labels
+from mapgen.compile import compile_netlist, write_wad
+
+
+def test_graph_operations_in_engine(tmp_path):
+    g, _ = two_operand_graph()
+    net = g.build()
+    run_exact(tmp_path, net, edge_and_random_inputs(net, 10, 3) + [[2, 2, 1], [-3, 5, 0]])
+
+
+def test_logic_and_argmax_in_engine(tmp_path):
+    g = Graph("logic")
+    p, q, r = g.input("p", 0, 1), g.input("q", 0, 1), g.input("r", 0, 1)
+    u, v = g.input("u", 0, 2), g.input("v", -1, 1)
+    for name, val in {"and": g.and_(p, q, r), "or": g.or_(p, q), "not": g.not_(q),
+                      "xor": g.xor(p, q, r), "eq": g.equals([p, u, v], [1, 1, 0])}.items():
+        g.output(val, name)
+    g.output(g.argmax([u, v, p + q], gate=r), "hot")
+    net = g.build()
+    sample = random.Random(5).sample(list(itertools.product(range(2), range(2), range(2),
+                                                            range(3), range(-1, 2))), 10)
+    run_exact(tmp_path, net, [list(x) for x in sample] + [[1, 0, 1, 1, 0]])
+
+
+def test_dnet_operations_in_engine(tmp_path):
+    net = parse(DNET_OPS, "ops.dnet")
+    run_exact(tmp_path, net, edge_and_random_inputs(net, 8, 7))
+
+
+def test_delay_in_engine(tmp_path):
+    """delay(x, 1) and delay(x, 2) over whole sequences: the latches' membranes carry the
+    past from one step to the next, and a new sequence starts them afresh."""
+    g = Graph("delay", steps=4)
+    x = g.input("x", 0, 2)
+    g.output(g.delay(x, 1), "past1")
+    g.output(g.delay(x, 2), "past2")
+    net = g.build()
+    cm = compile_netlist(net)
+    path = os.path.join(str(tmp_path), "delay.wad")
+    write_wad(path, [cm])
+    low = lower_products(net)
+    seqs = [[[2], [0], [1], [2]], [[1], [1], [0], [0]], [[0], [2], [2], [1]]]
+    with MapRunner(path, cm.manifest) as runner:
+        for xs in seqs:
+            ref = evaluate(net, [xs])
+            for t, step in enumerate(xs):
+                got = runner.infer(step, first=(t == 0))
+                assert got == ref.value[0, t, net.outputs].tolist(), (xs, t)
+                every = runner.read_all()
+                want = reference_labels(net, low, xs, step=t)
+                assert every == {k: want[k] for k in every} and len(every) == len(want)
+            flat = [s[0] for s in xs]
+            assert got == [flat[2], flat[1]]
