@@ -105,7 +105,7 @@ def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
                               comment=f"{name} pedal"))
         spots[name] = (px, py)
     spots["rest"] = (cx, gy0 + 100)
-    spots["view"] = (dx, dy - 420)
+    spots["view"] = (dx + 110, dy - 470)
 
     layout, sched, machine = finish(m, circuit, gal, tiles, conveyor, set(display_tags),
                                     spots["rest"], title)

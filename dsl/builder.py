@@ -274,8 +274,10 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
     """
     err = builder.error
     if name not in GATE_NAMES:
-        err(pos, f"unknown gate '{name}'", did_you_mean(name, GATE_NAMES)
-            or f"gates are {', '.join(GATE_NAMES)}")
+        from .macros import MACROS
+
+        err(pos, f"unknown gate '{name}'", did_you_mean(name, (*GATE_NAMES, *MACROS))
+            or f"gates are {', '.join(GATE_NAMES)}; operations are {', '.join(MACROS)}")
         return None
     spec = {
         "relu": (("s", "max"), ()),
