@@ -60,19 +60,9 @@ def _cell_center(cx: float, cy: float, i: int, pitch: float, north: int = 1
     return cx + (c - 1) * pitch, cy + (1 - r) * pitch * north
 
 
-def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
-    g = policy_graph()
-    net = g.build()
-    circuit = lower(net)
-    m = MapModel()
-    conveyor = conveyor_tag_for(circuit)
-    pad_tags = [conveyor + 1 + i for i in range(9)]
-    gal = build_gallery(m, circuit, conveyor, depth=1280, half_width=900, light=144)
-    cx, gy0 = gal.cx, gal.y0
-    spots: dict[str, tuple[float, float]] = {}
-
-    # The pads: the board on the floor, left of the middle.
-    bx, by = cx - 420, gy0 + 620
+def _pads(m: MapModel, gal, pad_tags, spots) -> None:
+    """The board on the floor, left of the middle: a pad per cell."""
+    bx, by = gal.cx - 420, gal.y0 + 620
     for i in range(9):
         px, py = _cell_center(bx, by, i, CELL + GAP)
         inset_sector(m, gal.room, box(px, py, CELL, CELL), Sector(
@@ -81,32 +71,47 @@ def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
                               args=(SCRIPT_PAD + i, 0), comment=f"pad {i}"))
         spots[f"pad{i}"] = (px, py)
+    for name, script, (px, py), tex in [
+            ("MOVE", SCRIPT_MOVE, (gal.cx - 420, gal.y0 + 260), "FLAT3"),
+            ("NEW", SCRIPT_NEW, (gal.cx - 700, gal.y0 + 260), "FLAT5_3")]:
+        inset_sector(m, gal.room, box(px, py, 112, 112), Sector(
+            gal.floor + 4, gal.ceil, 224, floor_tex=tex, comment=f"{name} pedal"))
+        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
+                              comment=f"{name} pedal"))
+        spots[name] = (px, py)
 
-    # The display: the show neurons' accumulators as ceiling panels, right of the middle.
-    tiles, display_tags = {}, []
-    dx, dy = cx + 380, gy0 + 700
+
+def _display(m: MapModel, gal, circuit, net, tiles, spots) -> list[int]:
+    """The show neurons' accumulators as ceiling panels, right of the middle; their tags."""
+    dx, dy = gal.cx + 380, gal.y0 + 700
     panels = [(f"show[{i}]", box(*_cell_center(dx, dy, i, 136, north=-1), 120, 120), "FLAT2")
               for i in range(9)]
     panels += [("show_owin", box(dx + 330, dy - 90, 96, 96), "FLAT5_3"),
                ("show_draw", box(dx + 330, dy + 90, 96, 96), "FLAT5_1")]
+    tags = []
     for name, rect, tex in panels:
         tag = circuit.acc_light[net.by_name(name).id]
         light = circuit.light(tag)
         tiles[tag] = inset_sector(m, gal.room, rect, Sector(
             gal.floor, gal.ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
             floor_tex="FLAT14", ceil_tex=tex, comment=f"display: the accumulator of {name}"))
-        display_tags.append(tag)
-
-    for name, script, (px, py), tex in [("MOVE", SCRIPT_MOVE, (cx - 420, gy0 + 260), "FLAT3"),
-                                        ("NEW", SCRIPT_NEW, (cx - 700, gy0 + 260), "FLAT5_3")]:
-        inset_sector(m, gal.room, box(px, py, 112, 112), Sector(
-            gal.floor + 4, gal.ceil, 224, floor_tex=tex, comment=f"{name} pedal"))
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
-                              comment=f"{name} pedal"))
-        spots[name] = (px, py)
-    spots["rest"] = (cx, gy0 + 100)
+        tags.append(tag)
     spots["view"] = (dx + 110, dy - 470)
+    return tags
 
+
+def build(title: str = "Tic-tac-toe", acc: str = "internal") -> TicTacToeMap:
+    g = policy_graph()
+    net = g.build()
+    circuit = lower(net)
+    m = MapModel()
+    conveyor = conveyor_tag_for(circuit)
+    pad_tags = [conveyor + 1 + i for i in range(9)]
+    gal = build_gallery(m, circuit, conveyor, depth=1280, half_width=900, light=144)
+    spots: dict[str, tuple[float, float]] = {"rest": (gal.cx, gal.y0 + 100)}
+    _pads(m, gal, pad_tags, spots)
+    tiles: dict = {}
+    display_tags = _display(m, gal, circuit, net, tiles, spots)
     layout, sched, machine = finish(m, circuit, gal, tiles, conveyor, set(display_tags),
                                     spots["rest"], title)
     onext_tags = [circuit.value_light[net.by_name(f"onext[{i}]").id] for i in range(9)]

@@ -118,3 +118,11 @@ def test_full_games_in_engine(game_map, strategy, seed):
     assert g.exact == g.replies >= 3
     assert g.result in ("O wins", "draw")
     assert d.pads() == [PAD_ON if v else PAD_OFF for v in g.x]   # the pads show X's marks
+
+
+def test_the_map_is_deterministic(tmp_path):
+    a, b = tmp_path / "a.wad", tmp_path / "b.wad"
+    for path in (a, b):
+        t = build()
+        write_wad(str(path), [t.compiled], t.net)
+    assert a.read_bytes() == b.read_bytes()
