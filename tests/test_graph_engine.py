@@ -1,18 +1,13 @@
 """Constructed programs in the engine: a sample of inputs for every graph and .dnet
 operation, every output and every intermediate light equal to the reference."""
 import itertools
-import os
 import random
 
-from test_engine_maps import edge_and_random_inputs, run_exact
+from test_engine_maps import edge_and_random_inputs, run_exact, run_sequences_exact
 from test_graph import DNET_OPS, two_operand_graph
 
 from dsl.graph import Graph
-from dsl.lower import lower_products
 from dsl.parser import parse
-from dsl.reference import evaluate
-from engine.runner import MapRunner, reference_labels
-from mapgen.compile import compile_netlist, write_wad
 
 
 def test_graph_operations_in_engine(tmp_path):
@@ -48,19 +43,6 @@ def test_delay_in_engine(tmp_path):
     g.output(g.delay(x, 1), "past1")
     g.output(g.delay(x, 2), "past2")
     net = g.build()
-    cm = compile_netlist(net)
-    path = os.path.join(str(tmp_path), "delay.wad")
-    write_wad(path, [cm])
-    low = lower_products(net)
     seqs = [[[2], [0], [1], [2]], [[1], [1], [0], [0]], [[0], [2], [2], [1]]]
-    with MapRunner(path, cm.manifest) as runner:
-        for xs in seqs:
-            ref = evaluate(net, [xs])
-            for t, step in enumerate(xs):
-                got = runner.infer(step, first=(t == 0))
-                assert got == ref.value[0, t, net.outputs].tolist(), (xs, t)
-                every = runner.read_all()
-                want = reference_labels(net, low, xs, step=t)
-                assert every == {k: want[k] for k in every} and len(every) == len(want)
-            flat = [s[0] for s in xs]
-            assert got == [flat[2], flat[1]]
+    last = run_sequences_exact(tmp_path, net, seqs, "delay.wad")
+    assert last == [[s[2][0], s[1][0]] for s in seqs]
