@@ -137,8 +137,9 @@ def expand(b) -> None:
         if got is not None:
             resolved[nid] = (kind, got, pos)
             b._macro_deps[nid] = [o for o in got[0] if not isinstance(o, Affine)]
+    known = len(b.diag.items)
     order = b._topological_order()
-    if b.diag:
+    if len(b.diag.items) > known:  # a cycle: there is no order to lower in
         return
     ranges: dict[int, tuple[int, int]] = {}
     for nid in order:

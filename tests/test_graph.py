@@ -249,3 +249,13 @@ def test_dnet_operation_errors_are_positioned(text, where, message):
     if where:
         assert f"bad.dnet:{where}: error: {message}" in shown, shown
     assert "hint:" in shown
+
+
+def test_every_problem_is_reported_at_once():
+    text = ("input c : 0..3\ninput a : 0..1\nneuron y : select(c, a, a)\n"
+            "neuron z : selekt(a, a, a)\noutput y\n")
+    with pytest.raises(CompileError) as e:
+        parse(text, "bad.dnet")
+    shown = str(e.value)
+    assert "bad.dnet:4:12: error: unknown gate 'selekt'\n    hint: did you mean 'select'?" in shown
+    assert "bad.dnet:3:12: error: select: select's condition has range 0..3" in shown
