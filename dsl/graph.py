@@ -263,17 +263,26 @@ class Graph:
                 out.append(f"neuron {n.name} : {gate}" + (f" = {body}" if body else ""))
                 continue
             out.append(f"neuron {n.group}{size} : {gate}")
-            for k in ids:
-                e = self.nodes[k]
-                for src, w in e.value.terms:
-                    out.append(f"lines {self.nodes[src].name} -> {e.name} all {w}")
-                if e.value.const:
-                    out.append(f"bias {e.name} = {e.value.const}")
+            out += self._vector_lines(n.group, ids)
         names = []
         for o in self.outputs:
             names.append(self.nodes[o].name)
         out.append("output " + ", ".join(names))
         return "\n".join(out) + "\n"
+
+    def _vector_lines(self, group: str, ids: list[int]) -> list[str]:
+        """A vector's sums: one sparse statement per source vector, one bias list."""
+        by_source: dict[str, list[str]] = {}
+        for i, k in enumerate(ids):
+            for src, w in self.nodes[k].value.terms:
+                s = self.nodes[src]
+                by_source.setdefault(s.group, []).append(f"{s.index or 0} -> {i} : {w}")
+        out = [f"lines {src} -> {group} sparse {{ {', '.join(entries)} }}"
+               for src, entries in by_source.items()]
+        bias = [self.nodes[k].value.const for k in ids]
+        if any(bias):
+            out.append(f"bias {group} = [{', '.join(map(str, bias))}]")
+        return out
 
     def _sum_text(self, v: Affine) -> str:
         parts = []

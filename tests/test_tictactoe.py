@@ -126,3 +126,13 @@ def test_the_map_is_deterministic(tmp_path):
         t = build()
         write_wad(str(path), [t.compiled], t.net)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_checked_in_netlist_is_the_graphs_dnet():
+    """circuits/tictactoe.dnet is what to_dnet() writes (regenerate it with
+    `python -c "from demos.tictactoe_policy import policy_graph; print(policy_graph().to_dnet(), end='')" > circuits/tictactoe.dnet`)."""
+    import os
+
+    from conftest import ROOT
+    with open(os.path.join(ROOT, "circuits", "tictactoe.dnet")) as f:
+        assert f.read() == policy_graph().to_dnet()
