@@ -13,13 +13,14 @@ Semantics of every operation: docs/graph.md.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Hashable, Protocol
 
 from .ir import WEIGHT_LIMIT, Lut, Range, Relu, Spike, Step
 from .ranges import gate_range, spike_ranges
 
 MAX_TABLE = 65536
+MAX_SCAN = 1 << 22     # a wider domain is refused before its table is even computed
 
 
 def value_range(gate, acc: tuple[int, int], steps: int) -> tuple[int, int]:
@@ -114,7 +115,6 @@ class Recipes:
     """The operations, over one emitter. Each returns Affine values."""
 
     em: Emitter
-    made: list = field(default_factory=list)
 
     # -- ranges and neurons -------------------------------------------------------------
     def range(self, v: Affine) -> tuple[int, int]:
@@ -154,24 +154,27 @@ class Recipes:
         top = hi if cap is None else min(hi, cap)
         if hi <= 0:
             return Affine.constant(0)
+        if cap is not None and lo >= cap:
+            return Affine.constant(cap)
         if lo >= 0 and (cap is None or hi <= cap):
             return v
         return self.neuron(Relu(1, max(top, 0)), v, role)
 
     def lut(self, v: Affine, fn: Callable[[int], int], role: str) -> Affine:
         lo, hi = self.range(v)
-        if hi - lo + 1 > MAX_TABLE:
+        if hi - lo + 1 > MAX_SCAN:
             raise Refused(f"{role} needs a table over {lo}..{hi}, {hi - lo + 1} entries",
                           f"a lookup covers at most {MAX_TABLE} values; narrow the operands")
         table = [int(fn(u)) for u in range(lo, hi + 1)]
         if len(set(table)) == 1:
             return Affine.constant(table[0])
         # A lut holds its edge values beyond its domain: runs at either end are trimmed.
-        while table[0] == table[1]:
-            table.pop(0)
-            lo += 1
-        while table[-1] == table[-2]:
-            table.pop()
+        first = next(k for k in range(len(table)) if table[k + 1] != table[0])
+        last = next(k for k in range(len(table) - 1, 0, -1) if table[k - 1] != table[-1])
+        table, lo = table[first:last + 1], lo + first
+        if len(table) > MAX_TABLE:
+            raise Refused(f"{role} needs a table of {len(table)} entries",
+                          f"a lookup covers at most {MAX_TABLE} values; narrow the operands")
         return self.neuron(Lut(lo, tuple(table)), v, role)
 
     # -- the operations -------------------------------------------------------------------
