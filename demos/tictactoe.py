@@ -79,6 +79,8 @@ def _pads(m: MapModel, gal, pad_tags, spots) -> None:
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
                               comment=f"{name} pedal"))
         spots[name] = (px, py)
+    # Between MOVE and the board, facing north: a visitor walking on steps onto pad 7.
+    spots["approach"] = (bx, gal.y0 + 360)
 
 
 def _display(m: MapModel, gal, circuit, net, tiles, spots) -> list[int]:

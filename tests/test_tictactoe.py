@@ -111,6 +111,32 @@ def test_map_budget(game_map):
                          t.pad_tags, t.onext_tags) != []
 
 
+def test_a_visitor_walks_onto_a_pad(game_map):
+    """The real player, walking forward from between MOVE and the board, steps on pad 7
+    (the bottom middle cell) and places an X there, and only there."""
+    t, d = game_map
+    d.new_game()
+    d.warp("approach")
+    for _ in range(14):
+        d.engine.advance(1, [1.0, 0.0])      # MOVE_FORWARD, facing north
+    d.engine.advance(10, [0.0, 0.0])
+    assert d.pads() == [PAD_ON if i == 7 else PAD_OFF for i in range(9)]
+    d.new_game()
+    assert d.pads() == [PAD_OFF] * 9
+
+
+def test_bad_game_count_is_a_message(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "tictactoe", "--games",
+                        "0", "-o", str(tmp_path / "t.wad")], capture_output=True, text=True)
+    assert r.returncode != 0 and "--games 0: play at least one game" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "t.wad").exists()
+
+
 @pytest.mark.parametrize("strategy,seed", [("trap", 0), ("greedy", 3)])
 def test_full_games_in_engine(game_map, strategy, seed):
     t, d = game_map
