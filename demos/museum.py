@@ -26,13 +26,13 @@ from dsl import load
 from dsl.ir import Netlist
 
 from mapgen import physics as P
-from mapgen.checks import run_all
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
-from mapgen.layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
-                     inset_sector, light_tiles, place_lanes)
-from mapgen.program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
+from mapgen.layout import conveyor_tag_for, inset_sector
+from mapgen.program import SCRIPT_INFER, manifest
 from mapgen.udmf import MapModel, Sector, Thing
+
+from .gallery import GalleryDriver, box as _box, build_gallery, finish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "circuits", "museum.dnet")
@@ -85,10 +85,6 @@ class MuseumMap:
     net: Netlist
 
 
-def _box(cx, cy, w, h):
-    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-
-
 def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dict[str, tuple]:
     """Boxes of a seven-segment figure centred on (cx, cy)."""
     half = length / 2 + gap + thick / 2
@@ -104,158 +100,76 @@ def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dic
 
 
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
-    """The museum map: lane hall, gallery with display and pedals, the MUTATE line."""
     net = load(SOURCE)
-    b = _Build(net=net, circuit=lower(net, solo={MUTATION}), m=MapModel())
-    b.names = {n.id: n.name for n in b.circuit.net.nodes}
-    b.conveyor = conveyor_tag_for(b.circuit)
-    b.pedal_tags = [b.conveyor + 1 + j for j in range(7)]
-    _lane_hall(b)
-    _gallery(b)
-    _display(b)
-    _pedals(b)
-    _mutation_line(b)
-    cm = _assemble(b, title, acc)
-    return MuseumMap(cm, b.spots, b.pedal_tags, b.display_tags, b.mutate_line, net)
+    circuit = lower(net, solo={MUTATION})
+    m = MapModel()
+    conveyor = conveyor_tag_for(circuit)
+    pedal_tags = [conveyor + 1 + j for j in range(7)]
 
+    gal = build_gallery(m, circuit, conveyor)
+    geoms, gallery, g_floor, g_ceil = gal.geoms, gal.room, gal.floor, gal.ceil
+    gy0, cx, ry0 = gal.y0, gal.cx, gal.hall_box[1]
 
-class _Build:
-    """What the steps of `build` hand each other."""
-
-    def __init__(self, **kw):
-        self.tiles: dict = {}
-        self.spots: dict[str, Spot] = {}
-        self.__dict__.update(kw)
-
-
-def _lane_hall(b: _Build) -> None:
-    """The lane hall: trenches cut into one floor, sky above so no door hides a doll."""
-    LX, LY = 256.0, 256.0
-    b.geoms = geoms = place_lanes(b.circuit, LX, LY)
-    top_floor = max(s.floor for g in geoms for s in g.segments)
-    b.r_floor = top_floor + 32                          # > 24 above every lane: no way out
-    b.r_ceil = b.r_floor + 320
-    b.rx0, b.ry0 = LX - 96, LY - 96
-    b.rx1 = max(g.segments[-1].x1 for g in geoms) + 96
-    b.ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
-    b.hall = b.m.sector(Sector(b.r_floor, b.r_ceil, 176, floor_tex="FLOOR7_1",
-                               ceil_tex="F_SKY1",
-                               comment="lane hall: every lane is a trench in this floor"))
-    for g in geoms:
-        emit_lane(b.m, g, b.conveyor, room=b.hall, ceiling=b.r_ceil)
-
-
-def _gallery(b: _Build) -> None:
-    """The gallery, south of the lane hall, a step up, looking in through a window."""
-    m, hall = b.m, b.hall
-    rx0, ry0, rx1, ry1 = b.rx0, b.ry0, b.rx1, b.ry1
-    b.g_floor = b.r_floor + 160                       # a balcony: look down into the lanes
-    b.g_ceil = b.g_floor + 256
-    gy1, b.gy0 = ry0, ry0 - 1280
-    gy0 = b.gy0
-    b.cx = cx = (rx0 + rx1) / 2
-    gx0, gx1 = min(rx0, cx - 768), max(rx1, cx + 768)
-    # Dimmer than a lit display segment (200), brighter than a dark one (-120 is black).
-    b.gallery = gallery = m.sector(Sector(b.g_floor, b.g_ceil, 160, floor_tex="FLOOR4_8",
-                                          ceil_tex="FLAT19", comment="gallery"))
-    m.wall((rx0, ry0), (rx0, ry1), hall)
-    m.wall((rx0, ry1), (rx1, ry1), hall)
-    m.wall((rx1, ry1), (rx1, ry0), hall)
-    # The window: the gallery on its right (south), the lane hall behind; nobody crosses it.
-    m.portal((rx1, ry0), (rx0, ry0), hall, gallery, tex="BROWN96", flags=("blocking",),
-             comment="the window onto the lanes")
-    # Walls keep the gallery on their right: clockwise round it, the window excepted.
-    m.wall((rx1, gy1), (gx1, gy1), gallery, tex="MARBLE1")
-    m.wall((gx1, gy1), (gx1, gy0), gallery, tex="MARBLE1")
-    m.wall((gx1, gy0), (gx0, gy0), gallery, tex="MARBLE1")
-    m.wall((gx0, gy0), (gx0, gy1), gallery, tex="MARBLE1")
-    m.wall((gx0, gy1), (rx0, gy1), gallery, tex="MARBLE1")
-
-
-def _display(b: _Build) -> None:
-    """The display: output accumulators as recessed ceiling panels over the middle."""
-    display = _seven(b.cx, b.gy0 + 820, 224, 48, 8)
-    b.display_tags = []
-    for s in SEGMENTS:
-        node = b.circuit.net.by_name(f"show_{s}")
-        tag = b.circuit.acc_light[node.id]
-        light = b.circuit.light(tag)
-        b.tiles[tag] = inset_sector(b.m, b.gallery, display[s], Sector(
-            b.g_floor, b.g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
+    # The display: output accumulators as recessed ceiling panels over the middle.
+    display = _seven(cx, gy0 + 820, 224, 48, 8)
+    tiles = {}
+    display_tags = []
+    for j, s in enumerate(SEGMENTS):
+        node = circuit.net.by_name(f"show_{s}")
+        tag = circuit.acc_light[node.id]
+        light = circuit.light(tag)
+        tiles[tag] = inset_sector(m, gallery, display[s], Sector(
+            g_floor, g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
             floor_tex="FLAT14", ceil_tex="FLAT2",
             comment=f"display segment {s}: the accumulator light of show_{s}"))
-        b.display_tags.append(tag)
-
-
-def _pedals(b: _Build) -> None:
-    """The pedals: a seven-segment digit on the floor near the entrance, and READ, MUTATE,
-    RESTORE."""
-    m, cx, gy0 = b.m, b.cx, b.gy0
+        display_tags.append(tag)
+    spots: dict[str, Spot] = {}
+    # The pedals: a seven-segment digit on the floor near the entrance.
     pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
     for j, s in enumerate(SEGMENTS):
         box = pedals[s]
-        inset_sector(m, b.gallery, box, Sector(b.g_floor + 4, b.g_ceil, PEDAL_OFF,
-                                               tag=b.pedal_tags[j], floor_tex="FLAT22",
-                                               comment=f"pedal {s}"))
+        inset_sector(m, gallery, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
+                                             floor_tex="FLAT22", comment=f"pedal {s}"))
         px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
                               args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
-        b.spots[s] = Spot(s, px, py)
+        spots[s] = Spot(s, px, py)
     for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
                                                     ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
                                                     ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
         px, py = cx + 420, gy0 + 220 + 200 * k
-        inset_sector(m, b.gallery, _box(px, py, 96, 96), Sector(b.g_floor + 4, b.g_ceil, light,
-                                                                 floor_tex=tex,
-                                                                 comment=f"{name} pedal"))
+        inset_sector(m, gallery, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
+                                                               floor_tex=tex,
+                                                               comment=f"{name} pedal"))
         m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
                               comment=f"{name} pedal"))
-        b.spots[name] = Spot(name, px, py)
-    b.spots["rest"] = Spot("rest", cx, gy0 + 100)
+        spots[name] = Spot(name, px, py)
+    spots["rest"] = Spot("rest", cx, gy0 + 100)
 
-
-def _mutation_line(b: _Build) -> None:
-    """The line MUTATE rewires, and a plaque in front of it."""
-    m, spots = b.m, b.spots
-    src, b.dst = (b.circuit.net.by_name(n) for n in MUTATION)
-    b.src = src
-    b.lane = lane = next(g for g in b.geoms if g.lane.node == src.id)
-    b.target = b.circuit.acc_light[b.dst.id]
-    b.k = k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == b.target)
-    b.mutate_line = lane.line_index[k]
-    m.lines[b.mutate_line].id = MUTATE_LINE_ID
-    m.lines[b.mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
-    plaque_x, ry0 = lane.lines[k][0], b.ry0
-    inset_sector(m, b.gallery, _box(plaque_x, ry0 - 40, 96, 32),
-                 Sector(b.g_floor + 2, b.g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
+    # -- the mutated line, and a plaque in front of it ----------------------------------------
+    src, dst = (circuit.net.by_name(n) for n in MUTATION)
+    lane = next(g for g in geoms if g.lane.node == src.id)
+    target = circuit.acc_light[dst.id]
+    k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == target)
+    mutate_line = lane.line_index[k]
+    m.lines[mutate_line].id = MUTATE_LINE_ID
+    m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
+    plaque_x = lane.lines[k][0]
+    inset_sector(m, gallery, _box(plaque_x, ry0 - 40, 96, 32),
+                 Sector(g_floor + 2, g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
     m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
                           args=(SCRIPT_PLAQUE, 0), comment="plaque"))
     spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
-    spots["view"] = Spot("view", b.cx, b.gy0 + 200)
+    spots["view"] = Spot("view", cx, gy0 + 200)
     spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)
     # South of pedal d, facing it: a visitor walking north steps onto d first.
-    spots["approach"] = Spot("approach", b.cx - 420, b.gy0 + 120)
+    spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
 
-
-def _assemble(b: _Build, title: str, acc: str) -> CompiledMap:
-    """The other lights, the conveyor and the things; then schedule, check and compile."""
-    m, circuit, spots = b.m, b.circuit, b.spots
-    others = [l for l in circuit.lights if l.tag not in b.display_tags]
-    more, hall_y0 = light_tiles(m, others, b.names, b.rx1 + 512, b.ry1)
-    b.tiles.update(more)
-    conveyor_control(m, b.conveyor, b.rx1 + 512, hall_y0 - 96)
-    rest = (spots["rest"].x, spots["rest"].y)
-    add_things(m, b.geoms, b.names, rest, angle=90)
-    layout = Layout(circuit, m, b.geoms, b.tiles, b.conveyor, rest)
-    sched = plan(layout)
-    run_all(layout, sched)
-    machine = acs_source(layout, sched, title)
-    bad = bus_violations(machine)
-    if bad:
-        raise AssertionError(f"museum machine ACS line {bad[0][0]} is not a bus operation")
-    controls = controls_source(b.pedal_tags, b.target, b.dst.name, b.src.name,
-                               b.lane.lines[b.k][3])
-    bad = ui_violations(controls, b.pedal_tags)
+    layout, sched, machine = finish(m, circuit, gal, tiles, conveyor, set(display_tags),
+                                    (spots["rest"].x, spots["rest"].y), title)
+    controls = controls_source(pedal_tags, target, dst.name, src.name,
+                               lane.lines[k][3])
+    bad = ui_violations(controls, pedal_tags)
     if bad:
         raise AssertionError(f"museum control ACS reads a neuron: {bad[0]}")
     source = machine + "\n" + controls
@@ -263,8 +177,8 @@ def _assemble(b: _Build, title: str, acc: str) -> CompiledMap:
     info = manifest(layout, sched, title)
     info["museum"] = {"spots": {k: [v.x, v.y] for k, v in spots.items()},
                       "read_script": SCRIPT_READ, "status_script": SCRIPT_STATUS}
-    return CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior,
-                       info)
+    cm = CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior, info)
+    return MuseumMap(cm, spots, pedal_tags, display_tags, mutate_line, net)
 
 
 def controls_source(pedal_tags, target_tag: int, dst: str, src: str, amount: int) -> str:
@@ -339,54 +253,14 @@ def ui_violations(source: str, pedal_tags) -> list[str]:
     return bad
 
 
-class MuseumDriver:
+class MuseumDriver(GalleryDriver):
     """Plays the museum as a visitor: warps onto pedals (or walks), reads the display."""
 
+    machine_pedals = ("READ", "MUTATE", "RESTORE")
+    what = "the museum's machine"
+
     def __init__(self, wad: str, info: dict, render: bool = False):
-        from engine.doom import Engine
-        from engine.runner import MapRunner
-
-        self.info = info
-        self.spots = info["museum"]["spots"]
-        self.engine = Engine(wad, resolution="RES_640X480" if render else "RES_160X120",
-                             render=render, buttons=("MOVE_FORWARD", "LOOK_UP_DOWN_DELTA"))
-        self.runner = MapRunner(wad, info, engine=self.engine)   # waits for the map's ready
-        self.reads = 0
-
-    def close(self):
-        self.engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def warp(self, spot: str) -> None:
-        x, y = self.spots[spot]
-        self.engine.command(f"warp {x:g} {y:g}")
-        self.engine.advance(2)
-
-    def press(self, pedal: str) -> None:
-        """Step onto a pedal from the rest spot (leaving it first, so it fires again)."""
-        self.warp("rest")
-        self.warp(pedal)
-        if pedal in ("READ", "MUTATE", "RESTORE"):
-            self.reads += 1
-            self.wait_machine()
-        self.warp("rest")
-
-    def wait_machine(self, already: int = 0) -> None:
-        """Advance until the machine must have acknowledged the last READ (`already` tics
-        since it was pressed have passed) and check that it has."""
-        from engine.doom import EngineError
-
-        need = self.info["inference_tics"] + 2
-        self.engine.advance(need - already)
-        ack = self.engine.user(self.info["ack_var"])
-        if ack != self.reads:
-            raise EngineError(f"the museum's machine did not finish read {self.reads} in "
-                              f"{need} tics (ack {ack})")
+        super().__init__(wad, info, info["museum"]["spots"], render)
 
     def status(self) -> tuple[list[int], int]:
         """(pedal lights a..g, mutation flag)."""
@@ -426,13 +300,4 @@ class MuseumDriver:
 
     def screenshot(self, path: str, pitch: float = 24.0) -> None:
         """A PNG of the view from the gallery entrance, looking up at the display."""
-        from PIL import Image
-
-        from mapgen.render import save_png
-
-        self.warp("view")
-        self.engine.advance(1, [0.0, pitch])
-        self.engine.advance(3, [0.0, 0.0])
-        img = Image.fromarray(self.engine.screen())
-        save_png(img, path)
-        self.engine.advance(1, [0.0, -pitch])
+        self.shot("view", path, pitch)

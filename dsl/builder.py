@@ -29,6 +29,9 @@ class NetBuilder:
         self.inputs: list[int] = []
         self.outputs: list[tuple[int, Pos]] = []
         self._pending_products: list[tuple[int, object, object, Pos]] = []
+        # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
+        self._pending_macros: list[tuple[int, str, list, Pos]] = []
+        self._macro_deps: dict[int, list[int]] = {}
 
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
@@ -77,6 +80,12 @@ class NetBuilder:
         ids = self.declare(name, None, Identity(), pos)
         if ids:
             self._pending_products.append((ids[0], a, b, pos))
+
+    def declare_macro(self, name: str, kind: str, args: list, pos: Pos, decl_pos: Pos) -> None:
+        """An operation such as select(c, a, b); args as make_gate receives them."""
+        ids = self.declare(name, None, Identity(), decl_pos)
+        if ids:
+            self._pending_macros.append((ids[0], kind, args, pos))
 
     # -- references ---------------------------------------------------------------------------
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
@@ -131,6 +140,11 @@ class NetBuilder:
             self.error(pos, f"lines cannot end at product '{node.name}'",
                        "a product multiplies its two operands; add lines to a neuron that reads it")
             return False
+        if any(p[0] == dst for p in self._pending_macros):
+            self.error(pos, f"lines cannot end at '{node.name}', an operation's result",
+                       "an operation takes its operands as arguments; add lines to a neuron "
+                       "that reads it")
+            return False
         return True
 
     def add_line(self, src: int, dst: int, weight: int, pos: Pos) -> None:
@@ -175,6 +189,10 @@ class NetBuilder:
             if ia is not None and ib is not None:
                 node = self.nodes[nid]
                 node.gate = Product(ia, ib)
+        if self._pending_macros:
+            from .macros import expand
+
+            expand(self)
         if not self.outputs and not self.diag:
             self.error(Pos(self.source, 1, 1), "the netlist has no output",
                        "add a line such as 'output y'")
@@ -236,7 +254,7 @@ class NetBuilder:
             if nid == i:
                 ids = [self.resolve_quiet(*a), self.resolve_quiet(*b)]
                 return [x for x in ids if x is not None]
-        return list(self.nodes[i].weights)
+        return list(self.nodes[i].weights) + self._macro_deps.get(i, [])
 
     def resolve_quiet(self, group, index, pos) -> int | None:
         ids = self.groups.get(group)
@@ -256,8 +274,10 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
     """
     err = builder.error
     if name not in GATE_NAMES:
-        err(pos, f"unknown gate '{name}'", did_you_mean(name, GATE_NAMES)
-            or f"gates are {', '.join(GATE_NAMES)}")
+        from .macros import MACROS
+
+        err(pos, f"unknown gate '{name}'", did_you_mean(name, (*GATE_NAMES, *MACROS))
+            or f"gates are {', '.join(GATE_NAMES)}; operations are {', '.join(MACROS)}")
         return None
     spec = {
         "relu": (("s", "max"), ()),

@@ -17,6 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from .diagnostics import CompileError, Diagnostic, Pos
 from .builder import NetBuilder, make_gate
 from .ir import Identity, Netlist
+from .macros import MACROS
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DIGITS = 18  # beyond this a literal cannot be a valid weight, bias or bound anyway
@@ -173,6 +174,9 @@ class _Elaborator:
         gname_tok, gargs = gate_tree.children
         gname = str(gname_tok)
         args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        if gname in MACROS:  # an operation (select, equals, ...): dsl/macros.py lowers it
+            self.macro_neuron(name, size, gname, args, gate_tree, sum_tree, decl)
+            return
         gate = make_gate(self.b, gname, args, self.pos(gate_tree))
         if isinstance(gate, tuple):  # a product: operands resolved after all declarations
             _, a, b = gate
@@ -194,6 +198,16 @@ class _Elaborator:
                              f"use 'lines ... -> {name}' statements for a vector")
                 return
             inline.append((ids, sum_tree))
+
+    def macro_neuron(self, name, size, kind, args, gate_tree, sum_tree, decl) -> None:
+        if size is not None:
+            self.b.error(self.pos(decl), f"the result of {kind} is a scalar",
+                         f"declare it as 'neuron {name} : {MACROS[kind].split(':')[0]}'")
+            return
+        if sum_tree is not None:
+            self.b.error(self.pos(sum_tree), f"{kind} takes its operands as arguments, not a "
+                                             "weighted sum", f"write {MACROS[kind]}")
+        self.b.declare_macro(name, kind, args, self.pos(gate_tree), self.pos(decl))
 
     def arg(self, a: Tree):
         if a.data == "named_arg":

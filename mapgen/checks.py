@@ -155,6 +155,13 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if len(m.lines) > MAX_LINES:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
                               "split the network over several maps (tiles)"))
+    short = [k for k, line in enumerate(m.lines)
+             if m.vertices[line.v1] == m.vertices[line.v2]]
+    if short:
+        # The engine crashes loading such a map (measured: ViZDoom segfaults in init).
+        out.append(Diagnostic(where, f"{len(short)} linedef(s) of zero length, the first is "
+                                     f"line {short[0]} at {m.vertices[m.lines[short[0]].v1]}",
+                              "a bug in the layout: a line must join two different points"))
     top = max([l.tag for l in layout.circuit.lights] + [layout.conveyor_tag]
               + [g.lane.door_tag for g in layout.lanes] + list(layout.circuit.groups))
     if top > MAX_TAG:

@@ -28,6 +28,15 @@ def test_good_map_passes_every_check():
     checks.run_all(lay, sched)
 
 
+def test_zero_length_line_is_refused():
+    """ViZDoom crashes loading a map with a zero-length linedef: it never gets written."""
+    lay, sched = _layout(GOOD)
+    lay.model.wall((96, 32), (96, 32), 0)
+    with pytest.raises(CompileError, match=r"1 linedef\(s\) of zero length, the first is line "
+                                           rf"{len(lay.model.lines) - 1} at \(96, 32\)"):
+        checks.run_all(lay, sched)
+
+
 def test_light_overflow_names_the_neuron():
     with pytest.raises(CompileError) as ei:
         compile_netlist(parse("input x[2] : 0..100\nneuron big : identity = 300*x[0] + 90*x[1]\n"

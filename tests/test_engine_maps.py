@@ -116,12 +116,20 @@ def test_spiking_sequences_in_engine(tmp_path):
     sequence starts them afresh; every value and membrane exact at every step."""
     from dsl.reference import evaluate
     net = load(os.path.join(ROOT, "circuits", "spike_counter.dnet"))
-    cm = compile_netlist(net)
-    path = os.path.join(str(tmp_path), "spike.wad")
-    write_wad(path, [cm])
-    low = lower_products(net)
     seqs = [[[1], [1], [1], [1], [0], [1], [1], [0], [1]], [[0]] * 9, [[1]] * 9,
             [[1], [0], [1], [1], [1], [0], [0], [1], [1]]]
+    run_sequences_exact(tmp_path, net, seqs)
+
+
+def run_sequences_exact(tmp_path, net, seqs, name="seq.wad"):
+    """Each sequence from a fresh start, every output and light exact at every step;
+    returns the last step's outputs of each sequence."""
+    from dsl.reference import evaluate
+    cm = compile_netlist(net)
+    path = os.path.join(str(tmp_path), name)
+    write_wad(path, [cm])
+    low = lower_products(net)
+    last = []
     with MapRunner(path, cm.manifest) as runner:
         for xs in seqs:
             ref = evaluate(net, [xs])
@@ -131,6 +139,8 @@ def test_spiking_sequences_in_engine(tmp_path):
                 every = runner.read_all()
                 want = reference_labels(net, low, xs, step=t)
                 assert every == {k: want[k] for k in every} and len(every) == len(want)
+            last.append(got)
+    return last
 
 
 def test_wide_requantisation_climbs_ramps_exactly(tmp_path):

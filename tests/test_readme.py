@@ -34,6 +34,7 @@ EXPECT = {
     "hello": r"^5/5 EXACT$",
     "museum": r"",
     "mnist": r"^engine==reference (\d+)/\1 EXACT;",
+    "tictactoe": r"^O replies (\d+)/\1 EXACT; games \d+, O lost 0; tics per move \d+; dolls \d+$",
     "acs": r"",
     "export": r"",
 }

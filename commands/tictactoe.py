@@ -1,0 +1,21 @@
+"""`build.py tictactoe`: play X against a network that plays perfect O (demos/tictactoe.py)."""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    from commands.common import add_acc_option
+
+    p.add_argument("--games", type=int, default=5,
+                   help="games to play in the engine against scripted X players (default 5: "
+                        "trap, greedy, first-free, centre-side, random)")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/tictactoe.wad)")
+    p.add_argument("--screenshot", action="store_true",
+                   help="also save a picture of the board after the last game "
+                        "(wads/tictactoe-board.png)")
+    add_acc_option(p)
+
+
+def run(args) -> int:
+    from demos.tictactoe import run as run_demo
+
+    return run_demo(args)

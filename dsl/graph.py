@@ -1,0 +1,325 @@
+"""The graph API: write a program in Python, get the netlist that computes it (no training).
+
+    from dsl.graph import Graph
+    g = Graph("maxsel")
+    a, b = g.input("a", 0, 7), g.input("b", 0, 7)
+    c = g.lt(a, b)                       # 1 if a < b: one step neuron
+    g.output(g.select(c, b, a), "big")   # two relu neurons; B from the proven ranges
+    net = g.build()                      # a validated Netlist (dsl/ir.py)
+    print(g.to_dnet())                   # the same netlist as readable .dnet
+
+Owns the graph (declared inputs, the neurons operations made, the names the user gave)
+and writing it as .dnet text; `build()` parses that text, so a graph and its .dnet are the
+same netlist by construction. How each operation becomes neurons lives in dsl/construct.py
+(shared with the operations written directly in .dnet). Values are `Affine`: sums, scaling
+and constants cost nothing; every other operation adds neurons whose ranges dsl/ranges.py
+proves, and is refused (`GraphError`) when they do not prove it exact. docs/graph.md.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .construct import Affine, Recipes, Refused, lift, value_range
+from .diagnostics import VoodooError
+from .ir import INT_LIMIT, Identity, Input, Lut, Product, Relu, Spike, Step
+
+Value = Affine
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class GraphError(VoodooError):
+    pass
+
+
+@dataclass
+class _Node:
+    name: str            # "x[3]" for a vector element
+    group: str
+    index: int | None
+    gate: object
+    value: Affine        # the weighted sum (keys are node ids); unused for inputs, products
+    range: tuple[int, int]
+    generated: bool      # named by the graph (may be renamed by the user)
+
+
+class Graph:
+    """A program under construction. Every operation returns an `Affine` value."""
+
+    def __init__(self, name: str = "graph", steps: int = 1):
+        self._check_name(name, "network")
+        self.network = name
+        self.steps = steps
+        self.nodes: list[_Node] = []
+        self.groups: dict[str, list[int]] = {}
+        self.outputs: list[int] = []
+        self._auto = 0
+        self.ops = Recipes(self)
+
+    # -- the emitter dsl/construct.py builds with -------------------------------------------
+    def node_range(self, key: int) -> tuple[int, int]:
+        return self.nodes[key].range
+
+    def new_neuron(self, gate, value: Affine, role: str) -> int:
+        acc = self.ops.range(value)
+        return self._add(self._fresh(role), None, gate, value, value_range(gate, acc, self.steps))
+
+    def new_product(self, a: int, b: int, role: str) -> int:
+        ra, rb = self.nodes[a].range, self.nodes[b].range
+        corners = [x * y for x in ra for y in rb]
+        return self._add(self._fresh(role), None, Product(a, b), Affine(),
+                         (min(corners), max(corners)))
+
+    def _fresh(self, role: str) -> str:
+        self._auto += 1
+        return f"{re.sub(r'[^a-z0-9]+', '_', role.lower()).strip('_') or 'n'}_{self._auto}"
+
+    def _add(self, name, index, gate, value, rng, group=None, generated=True) -> int:
+        if max(abs(rng[0]), abs(rng[1])) > INT_LIMIT:
+            raise GraphError(f"graph '{self.network}': '{name}' reaches {rng[0]}..{rng[1]}, "
+                             "beyond 32-bit integers\n    hint: narrow its operands")
+        group = group or name
+        nid = len(self.nodes)
+        self.nodes.append(_Node(name if index is None else f"{group}[{index}]", group, index,
+                                gate, value, rng, generated))
+        self.groups.setdefault(group, []).append(nid)
+        return nid
+
+    def _check_name(self, name: str, what: str) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise GraphError(f"{what} name {name!r} is not a name\n    hint: use letters, "
+                             "digits and '_', starting with a letter or '_'")
+
+    def _declare(self, name: str) -> None:
+        self._check_name(name, "node")
+        if name in self.groups:
+            raise GraphError(f"graph '{self.network}': the name '{name}' is already used\n"
+                             "    hint: give each input and named value its own name")
+
+    # -- declarations ----------------------------------------------------------------------
+    def input(self, name: str, lo: int, hi: int) -> Affine:
+        self._declare(name)
+        if lo > hi:
+            raise GraphError(f"input '{name}': range {lo}..{hi} is empty\n    hint: write {hi}..{lo}")
+        return Affine.of(self._add(name, None, Input(lo, hi), Affine(), (lo, hi), generated=False))
+
+    def inputs(self, name: str, n: int, lo: int, hi: int) -> list[Affine]:
+        self._declare(name)
+        if lo > hi:
+            raise GraphError(f"input '{name}': range {lo}..{hi} is empty\n    hint: write {hi}..{lo}")
+        return [Affine.of(self._add(name, i, Input(lo, hi), Affine(), (lo, hi), group=name,
+                                    generated=False)) for i in range(n)]
+
+    def name(self, value, name: str):
+        """Give a value (or a list of values, as a vector) a name; returns it as a node."""
+        self._declare(name)
+        if isinstance(value, (list, tuple)):
+            vals = [lift(v) for v in value]
+            keys = [self._own(v) for v in vals]
+            gates = {repr(self.nodes[k].gate) for k in keys if k is not None}
+            if None not in keys and len(set(keys)) == len(keys) and len(gates) == 1:
+                for i, k in enumerate(keys):  # rename the neurons themselves
+                    self._rename(k, name, i)
+                self.groups[name] = keys
+                return [Affine.of(k) for k in keys]
+            return [Affine.of(self._add(name, i, Identity(), v, self.ops.range(v), group=name,
+                                        generated=False)) for i, v in enumerate(vals)]
+        v = lift(value)
+        k = self._own(v)
+        if k is not None:
+            self._rename(k, name, None)
+            self.groups[name] = [k]
+            return Affine.of(k)
+        return Affine.of(self._add(name, None, Identity(), v, self.ops.range(v), generated=False))
+
+    def _own(self, v: Affine):
+        """The generated neuron v is exactly, if any."""
+        if len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0:
+            k = v.terms[0][0]
+            if self.nodes[k].generated:
+                return k
+        return None
+
+    def _rename(self, k: int, group: str, index) -> None:
+        node = self.nodes[k]
+        self.groups.pop(node.group, None)
+        node.group, node.index, node.generated = group, index, False
+        node.name = group if index is None else f"{group}[{index}]"
+
+    def output(self, value, name: str | None = None):
+        """Mark a value (or a list) as an output, naming it (needed unless it is a node)."""
+        if name is not None:
+            value = self.name(value, name)
+        for v in (value if isinstance(value, (list, tuple)) else [value]):
+            v = lift(v)
+            if not (len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0):
+                raise GraphError(f"graph '{self.network}': an output that is a sum needs a name\n"
+                                 "    hint: g.output(value, 'y')")
+            self.outputs.append(v.terms[0][0])
+        return value
+
+    def range(self, value) -> tuple[int, int]:
+        """The proven range of a value."""
+        return self.ops.range(lift(value))
+
+    # -- operations: dsl/construct.py, refusals become GraphError -----------------------------
+    def _op(self, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except Refused as e:
+            raise GraphError(f"graph '{self.network}': {e.message}"
+                             + (f"\n    hint: {e.hint}" if e.hint else "")) from None
+
+    def add(self, a, b):
+        return lift(a) + lift(b)
+
+    def sub(self, a, b):
+        return lift(a) - lift(b)
+
+    def scale(self, a, k: int):
+        return lift(a) * k
+
+    def lt(self, a, b):
+        return self._op(self.ops.lt, a, b)
+
+    def le(self, a, b):
+        return self._op(self.ops.le, a, b)
+
+    def eq(self, a, b):
+        return self._op(self.ops.eq, a, b)
+
+    def equals(self, xs, consts):
+        return self._op(self.ops.equals, list(xs), list(consts))
+
+    def select(self, c, a, b):
+        return self._op(self.ops.select, c, a, b)
+
+    def switch(self, index, values):
+        return self._op(self.ops.switch, index, list(values))
+
+    def and_(self, *bits):
+        return self._op(self.ops.and_, *bits)
+
+    def or_(self, *bits):
+        return self._op(self.ops.or_, *bits)
+
+    def not_(self, bit):
+        return self._op(self.ops.not_, bit)
+
+    def xor(self, *bits):
+        return self._op(self.ops.xor, *bits)
+
+    def lookup(self, fn, *args):
+        return self._op(self.ops.lookup, fn, *args)
+
+    def min(self, *values):
+        return self._op(self.ops.reduce, self.ops.min2, list(values))
+
+    def max(self, *values):
+        return self._op(self.ops.reduce, self.ops.max2, list(values))
+
+    def argmax(self, values, gate=None):
+        """A one-hot list: 1 at the largest value (ties: the lowest index); all 0 if the
+        optional 0/1 `gate` is 0."""
+        return self._op(self.ops.argmax, list(values), gate)
+
+    def clamp(self, x, lo: int, hi: int):
+        return self._op(self.ops.clamp, x, lo, hi)
+
+    def product(self, a, b):
+        return self._op(self.ops.product, a, b)
+
+    def delay(self, x, k: int = 1):
+        return self._op(self.ops.delay, x, k)
+
+    def step(self, x, t: int):
+        return self._op(self.ops.step, lift(x), t, "step")
+
+    def relu(self, x, cap: int | None = None):
+        return self._op(self.ops.relu, lift(x), "relu", cap)
+
+    # -- output -------------------------------------------------------------------------------
+    def to_dnet(self) -> str:
+        """The graph as .dnet text, with the names the user gave."""
+        if not self.outputs:
+            raise GraphError(f"graph '{self.network}' has no output\n    hint: g.output(value, 'y')")
+        out = [f"# generated by dsl/graph.py from the graph '{self.network}'",
+               f"network {self.network}"]
+        if self.steps != 1:
+            out.append(f"steps {self.steps}")
+        done = set()
+        for nid, n in enumerate(self.nodes):
+            if n.group in done:
+                continue
+            done.add(n.group)
+            ids = self.groups[n.group]
+            size = "" if n.index is None else f"[{len(ids)}]"
+            if isinstance(n.gate, Input):
+                out.append(f"input {n.group}{size} : {n.gate.lo}..{n.gate.hi}")
+                continue
+            gate = self._gate_text(n.gate)
+            if n.index is None:
+                body = self._sum_text(n.value)
+                out.append(f"neuron {n.name} : {gate}" + (f" = {body}" if body else ""))
+                continue
+            out.append(f"neuron {n.group}{size} : {gate}")
+            out += self._vector_lines(n.group, ids)
+        names = []
+        for o in self.outputs:
+            names.append(self.nodes[o].name)
+        out.append("output " + ", ".join(names))
+        return "\n".join(out) + "\n"
+
+    def _vector_lines(self, group: str, ids: list[int]) -> list[str]:
+        """A vector's sums: one sparse statement per source vector, one bias list."""
+        by_source: dict[str, list[str]] = {}
+        for i, k in enumerate(ids):
+            for src, w in self.nodes[k].value.terms:
+                s = self.nodes[src]
+                by_source.setdefault(s.group, []).append(f"{s.index or 0} -> {i} : {w}")
+        out = [f"lines {src} -> {group} sparse {{ {', '.join(entries)} }}"
+               for src, entries in by_source.items()]
+        bias = [self.nodes[k].value.const for k in ids]
+        if any(bias):
+            out.append(f"bias {group} = [{', '.join(map(str, bias))}]")
+        return out
+
+    def _sum_text(self, v: Affine) -> str:
+        parts = []
+        for src, w in v.terms:
+            ref = self.nodes[src].name
+            term = ref if abs(w) == 1 else f"{abs(w)}*{ref}"
+            parts.append(("- " if w < 0 else "+ ") + term)
+        if v.const:
+            parts.append(("- " if v.const < 0 else "+ ") + str(abs(v.const)))
+        text = " ".join(parts)
+        return text[2:] if text.startswith("+ ") else text.replace("- ", "-", 1)
+
+    def _gate_text(self, g) -> str:
+        if isinstance(g, Identity):
+            return "identity"
+        if isinstance(g, Step):
+            return f"step(t={g.t})"
+        if isinstance(g, Relu):
+            return f"relu(s={g.s}, max={g.L})" if g.L is not None else f"relu(s={g.s})"
+        if isinstance(g, Lut):
+            return f"lut({g.lo}..{g.hi}, [{', '.join(map(str, g.table))}])"
+        if isinstance(g, Spike):
+            reset = "subtract" if g.reset is None else g.reset
+            return f"spike(threshold={g.threshold}, leak={g.leak}, reset={reset}, init={g.init})"
+        if isinstance(g, Product):
+            return f"product({self.nodes[g.a].name}, {self.nodes[g.b].name})"
+        raise TypeError(g)
+
+    def build(self):
+        """The Netlist, through the .dnet front end (so it is exactly what to_dnet() says)."""
+        from .parser import parse
+
+        return parse(self.to_dnet(), f"<graph {self.network}>")
+
+    def node_name(self, value) -> str:
+        """The netlist name of a value that is one node."""
+        v = lift(value)
+        if len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0:
+            return self.nodes[v.terms[0][0]].name
+        raise GraphError("this value is a sum of nodes, not one node; name it with g.name()")
