@@ -100,75 +100,21 @@ def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dic
 
 
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
+    """The museum map: the shared lane hall and gallery (demos/gallery.py), the display,
+    the pedals and the line MUTATE rewires."""
     net = load(SOURCE)
     circuit = lower(net, solo={MUTATION})
     m = MapModel()
     conveyor = conveyor_tag_for(circuit)
     pedal_tags = [conveyor + 1 + j for j in range(7)]
-
     gal = build_gallery(m, circuit, conveyor)
-    geoms, gallery, g_floor, g_ceil = gal.geoms, gal.room, gal.floor, gal.ceil
-    gy0, cx, ry0 = gal.y0, gal.cx, gal.hall_box[1]
-
-    # The display: output accumulators as recessed ceiling panels over the middle.
-    display = _seven(cx, gy0 + 820, 224, 48, 8)
-    tiles = {}
-    display_tags = []
-    for j, s in enumerate(SEGMENTS):
-        node = circuit.net.by_name(f"show_{s}")
-        tag = circuit.acc_light[node.id]
-        light = circuit.light(tag)
-        tiles[tag] = inset_sector(m, gallery, display[s], Sector(
-            g_floor, g_ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
-            floor_tex="FLAT14", ceil_tex="FLAT2",
-            comment=f"display segment {s}: the accumulator light of show_{s}"))
-        display_tags.append(tag)
-    spots: dict[str, Spot] = {}
-    # The pedals: a seven-segment digit on the floor near the entrance.
-    pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
-    for j, s in enumerate(SEGMENTS):
-        box = pedals[s]
-        inset_sector(m, gallery, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
-                                             floor_tex="FLAT22", comment=f"pedal {s}"))
-        px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
-                              args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
-        spots[s] = Spot(s, px, py)
-    for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
-                                                    ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
-                                                    ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
-        px, py = cx + 420, gy0 + 220 + 200 * k
-        inset_sector(m, gallery, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
-                                                               floor_tex=tex,
-                                                               comment=f"{name} pedal"))
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
-                              comment=f"{name} pedal"))
-        spots[name] = Spot(name, px, py)
-    spots["rest"] = Spot("rest", cx, gy0 + 100)
-
-    # -- the mutated line, and a plaque in front of it ----------------------------------------
-    src, dst = (circuit.net.by_name(n) for n in MUTATION)
-    lane = next(g for g in geoms if g.lane.node == src.id)
-    target = circuit.acc_light[dst.id]
-    k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == target)
-    mutate_line = lane.line_index[k]
-    m.lines[mutate_line].id = MUTATE_LINE_ID
-    m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
-    plaque_x = lane.lines[k][0]
-    inset_sector(m, gallery, _box(plaque_x, ry0 - 40, 96, 32),
-                 Sector(g_floor + 2, g_ceil, 255, floor_tex="FLAT2", comment="plaque"))
-    m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
-                          args=(SCRIPT_PLAQUE, 0), comment="plaque"))
-    spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
-    spots["view"] = Spot("view", cx, gy0 + 200)
-    spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)
-    # South of pedal d, facing it: a visitor walking north steps onto d first.
-    spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
+    tiles, display_tags = _display(m, circuit, gal)
+    spots = _pedals(m, gal, pedal_tags)
+    mutate_line, target, dst, src, amount = _mutation_line(m, circuit, gal, spots)
 
     layout, sched, machine = finish(m, circuit, gal, tiles, conveyor, set(display_tags),
                                     (spots["rest"].x, spots["rest"].y), title)
-    controls = controls_source(pedal_tags, target, dst.name, src.name,
-                               lane.lines[k][3])
+    controls = controls_source(pedal_tags, target, dst.name, src.name, amount)
     bad = ui_violations(controls, pedal_tags)
     if bad:
         raise AssertionError(f"museum control ACS reads a neuron: {bad[0]}")
@@ -179,6 +125,75 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
                       "read_script": SCRIPT_READ, "status_script": SCRIPT_STATUS}
     cm = CompiledMap("MAP01", title, circuit, layout, sched, m.textmap(), source, behavior, info)
     return MuseumMap(cm, spots, pedal_tags, display_tags, mutate_line, net)
+
+
+def _display(m: MapModel, circuit, gal) -> tuple[dict, list[int]]:
+    """The display: output accumulators as recessed ceiling panels over the middle."""
+    display = _seven(gal.cx, gal.y0 + 820, 224, 48, 8)
+    tiles = {}
+    display_tags = []
+    for s in SEGMENTS:
+        node = circuit.net.by_name(f"show_{s}")
+        tag = circuit.acc_light[node.id]
+        light = circuit.light(tag)
+        tiles[tag] = inset_sector(m, gal.room, display[s], Sector(
+            gal.floor, gal.ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
+            floor_tex="FLAT14", ceil_tex="FLAT2",
+            comment=f"display segment {s}: the accumulator light of show_{s}"))
+        display_tags.append(tag)
+    return tiles, display_tags
+
+
+def _pedals(m: MapModel, gal, pedal_tags) -> dict[str, Spot]:
+    """A seven-segment digit of pedals on the floor near the entrance; READ, MUTATE and
+    RESTORE. Returns the named spots a driver warps a visitor to."""
+    cx, gy0, g_floor, g_ceil = gal.cx, gal.y0, gal.floor, gal.ceil
+    spots: dict[str, Spot] = {}
+    pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
+    for j, s in enumerate(SEGMENTS):
+        box = pedals[s]
+        inset_sector(m, gal.room, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
+                                              floor_tex="FLAT22", comment=f"pedal {s}"))
+        px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
+                              args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
+        spots[s] = Spot(s, px, py)
+    for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
+                                                    ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
+                                                    ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
+        px, py = cx + 420, gy0 + 220 + 200 * k
+        inset_sector(m, gal.room, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
+                                                                floor_tex=tex,
+                                                                comment=f"{name} pedal"))
+        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
+                              comment=f"{name} pedal"))
+        spots[name] = Spot(name, px, py)
+    spots["rest"] = Spot("rest", cx, gy0 + 100)
+    return spots
+
+
+def _mutation_line(m: MapModel, circuit, gal, spots: dict[str, Spot]):
+    """The line MUTATE rewires, and a plaque in front of it. Returns (line index, target
+    light tag, destination node, source node, the line's amount)."""
+    cx, gy0, ry0 = gal.cx, gal.y0, gal.hall_box[1]
+    src, dst = (circuit.net.by_name(n) for n in MUTATION)
+    lane = next(g for g in gal.geoms if g.lane.node == src.id)
+    target = circuit.acc_light[dst.id]
+    k = next(i for i, (x, sp, a0, a1) in enumerate(lane.lines) if a0 == target)
+    mutate_line = lane.line_index[k]
+    m.lines[mutate_line].id = MUTATE_LINE_ID
+    m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
+    plaque_x = lane.lines[k][0]
+    inset_sector(m, gal.room, _box(plaque_x, ry0 - 40, 96, 32),
+                 Sector(gal.floor + 2, gal.ceil, 255, floor_tex="FLAT2", comment="plaque"))
+    m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
+                          args=(SCRIPT_PLAQUE, 0), comment="plaque"))
+    spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
+    spots["view"] = Spot("view", cx, gy0 + 200)
+    spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)
+    # South of pedal d, facing it: a visitor walking north steps onto d first.
+    spots["approach"] = Spot("approach", cx - 420, gy0 + 120)
+    return mutate_line, target, dst, src, lane.lines[k][3]
 
 
 def controls_source(pedal_tags, target_tag: int, dst: str, src: str, amount: int) -> str:
