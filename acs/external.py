@@ -124,13 +124,14 @@ def compile_file_external(path: str, include_dirs=(), acc: str | None = None) ->
 def compile_with_acc(source: str, filename: str = "<acs>", include_dirs=(),
                      acc: str | None = None) -> bytes:
     """Compile ACS source text with acc (the `--acc external` of `compile`, `run`,
-    `museum`); `filename` names it in messages, #include is relative to the current
-    directory and `include_dirs`."""
+    `museum`); `filename` names it in messages, #include files are looked for in
+    `include_dirs`, then ours (not in the current directory, whose zcommon.acs could
+    differ from the tables the map generator was written against)."""
     acc = _require_acc(acc)
-    return _run_acc(acc, source.encode("utf-8"), filename, os.getcwd(), include_dirs)
+    return _run_acc(acc, source.encode("utf-8"), filename, None, include_dirs)
 
 
-def _run_acc(acc: str, data: bytes, shown: str, src_dir: str, include_dirs) -> bytes:
+def _run_acc(acc: str, data: bytes, shown: str, src_dir: str | None, include_dirs) -> bytes:
     with tempfile.TemporaryDirectory(prefix="voodoonet-acc-") as tmp:
         headers = os.path.join(tmp, "headers")
         work = os.path.join(tmp, "src")
@@ -145,7 +146,8 @@ def _run_acc(acc: str, data: bytes, shown: str, src_dir: str, include_dirs) -> b
             f.write(data)
         out = os.path.join(tmp, "out.o")
         cmd = [acc]
-        for d in (src_dir, *include_dirs, headers):   # the user's headers win over ours
+        for d in ([src_dir] if src_dir else []) + [*include_dirs, headers]:
+            # the user's headers win over ours
             cmd += ["-i", os.path.abspath(d)]
         cmd += [source, out]
         proc = _spawn(acc, cmd, tmp, shown)

@@ -273,7 +273,10 @@ def test_compile_run_and_museum_with_external_acc(stand_in, tmp_path, own_tmpdir
                  cwd=str(tmp_path))
     assert (r.returncode, r.stderr) == (0, "")
     calls = acc_calls(tmp_path)
-    assert len(calls) == 3 and all(argv[-2].endswith(".acs") for _, argv, _ in calls)
+    # generated source: only our headers on the include path, never the current directory
+    assert [(len(argv), argv[0], os.path.basename(argv[2])) for _, argv, _ in calls] == \
+        [(4, "-i", "xor.acs"), (4, "-i", "xor.acs"), (4, "-i", "museum.acs")]
+    assert all(listing[argv[1]][0] == "zcommon.acs" for _, argv, listing in calls)
     assert os.listdir(own_tmpdir) == []
 
 
