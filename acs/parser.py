@@ -60,6 +60,8 @@ def _digits(tok: Token, digits: str, radix: int) -> int:
 
 
 def _int_value(tok: Token) -> int:
+    if len(tok) < 20 and tok.isdigit():   # the common case, first
+        return int(tok)
     text = tok.lower()
     if text.startswith("0x"):
         return _digits(tok, text[2:], 16)
