@@ -2,8 +2,9 @@
 
 Every node carries `line` and `col` of the token that best names it (the operator of a
 binary expression, the keyword of a statement, the name of a call) and `depth`, the height
-of its subtree (the levels the compiler recurses through), computed bottom-up while parsing so that the compiler can refuse absurdly
-deep input before any recursive pass runs. Top-level items also carry the file they came
+of its subtree in the levels the compiler recurses through, computed bottom-up while
+parsing so that the compiler can refuse absurdly deep input before any recursive pass
+runs. Top-level items also carry the file they came
 from (an `#include` splices items of another file).
 """
 from __future__ import annotations

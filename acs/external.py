@@ -167,8 +167,8 @@ def _spawn(acc: str, cmd: list[str], cwd: str, shown: str):
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
                               timeout=ACC_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise CompileError([Diagnostic(Pos(shown), f"acc did not finish in {ACC_TIMEOUT_S} s")]) \
-            from None
+        message = f"acc did not finish in {ACC_TIMEOUT_S} s"
+        raise CompileError([Diagnostic(Pos(shown), message)]) from None
     except OSError as e:
         raise AccNotFound(f"{acc}: cannot run acc: {e.strerror or e}") from None
 

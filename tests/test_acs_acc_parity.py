@@ -8,7 +8,6 @@ same behaviour are the corpus files tests/acs/06, 57, 58 and 59.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import pytest
