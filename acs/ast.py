@@ -2,8 +2,9 @@
 
 Every node carries `line` and `col` of the token that best names it (the operator of a
 binary expression, the keyword of a statement, the name of a call) and `depth`, the height
-of its subtree, computed bottom-up while parsing so that the compiler can refuse absurdly
-deep input before any recursive pass runs. Top-level items also carry the file they came
+of its subtree in the levels the compiler recurses through, computed bottom-up while
+parsing so that the compiler can refuse absurdly deep input before any recursive pass
+runs. Top-level items also carry the file they came
 from (an `#include` splices items of another file).
 """
 from __future__ import annotations
@@ -35,14 +36,17 @@ def children(node) -> list:
 
 
 def deepest(node, limit: int):
-    """A node at nesting level `limit` on the deepest path below `node` (iterative)."""
+    """A node at nesting level `limit` on the deepest path below `node` (iterative). A
+    step to a child as deep as its parent (a left-deep chain's spine) is not a level."""
     level = 0
     while level < limit:
         kids = children(node)
         if not kids:
             break
-        node = max(kids, key=lambda k: k.depth)
-        level += 1
+        child = max(kids, key=lambda k: k.depth)
+        if child.depth < node.depth:
+            level += 1
+        node = child
     return node
 
 
@@ -125,11 +129,13 @@ class Unary(Expr):
 
 
 class Binary(Expr):
+    """`left op right`. The compiler walks a left-deep chain (`a + b + ... + z`) in a
+    loop, so the left operand does not add a level: depth counts only real nesting."""
     __slots__ = ("op", "left", "right")
 
     def __init__(self, op: str, left: Expr, right: Expr, line: int, col: int):
         self.op, self.left, self.right, self.line, self.col = op, left, right, line, col
-        self.depth = _depth(left, right)
+        self.depth = max(left.depth, right.depth + 1)
         self._const = _UNSET
 
 

@@ -3,8 +3,8 @@
 Owns the semantics of our ACS subset (docs/acs.md): scopes and symbols, constant folding
 with the engine's 32-bit C arithmetic, the choice of opcode for every construct, the
 engine's limits (acs-bytecode.md), and the layout of SPTR/SFLG/SVCT/SNAM/FUNC/FNAM/STRL/
-MINI/ARAY/AINI/MEXP. Every problem is collected as a positioned Diagnostic; the lump is
-returned only when there are none.
+MINI/ARAY/AINI/MSTR/ASTR/MEXP. Every problem is collected as a positioned Diagnostic; the
+lump is returned only when there are none.
 """
 from __future__ import annotations
 
@@ -57,6 +57,9 @@ _BINARY_OPS = {
     "+": "ADD", "-": "SUBTRACT", "*": "MULTIPLY", "/": "DIVIDE", "%": "MODULUS",
     "==": "EQ", "!=": "NE", "<": "LT", ">": "GT", "<=": "LE", ">=": "GE",
     "&": "ANDBITWISE", "|": "ORBITWISE", "^": "EORBITWISE", "<<": "LSHIFT", ">>": "RSHIFT",
+    # acc evaluates both operands of && and || and combines the two values: no short
+    # circuit, so a call on the right runs whatever the left gave.
+    "&&": "ANDLOGICAL", "||": "ORLOGICAL",
 }
 _ASSIGN_OPS = {"=": "ASSIGN", "+=": "ADD", "-=": "SUB", "*=": "MUL", "/=": "DIV",
                "%=": "MOD", "&=": "AND", "|=": "OR", "^=": "EOR", "<<=": "LS", ">>=": "RS"}
@@ -154,13 +157,14 @@ class ScriptInfo:
 
 @dataclass
 class _Frame:
-    """Locals of the script or function being compiled. Slots are reused after a block
-    ends; `max_slots` is what the engine must reserve."""
+    """Locals of the script or function being compiled. Names are block scoped, but like
+    acc every declaration gets a slot of its own, never reused: a local declared without
+    a value holds what its slot held (0 when the script starts, last iteration's value in
+    a loop), exactly as in acc. `slots` is what the engine must reserve."""
     kind: str                  # "script" or "function"
     func: Func | None = None
     scopes: list[dict] = field(default_factory=lambda: [{}])
-    next_slot: int = 0
-    max_slots: int = 0
+    slots: int = 0
     loops: list[tuple[int | None, int | None]] = field(default_factory=list)
 
 
@@ -180,6 +184,7 @@ class Compiler:
         self.script_of: dict[int, ScriptInfo] = {}   # id(Script node) -> its info
         self.script_numbers: dict[int, Pos] = {}
         self.strings: dict[str, int] = {}
+        self.first_extra_string: Pos | None = None
         self.library: str | None = None
         self.frame: _Frame | None = None
 
@@ -470,13 +475,19 @@ class Compiler:
                 return wrap32(~v)
             return v
         if isinstance(e, A.Binary):
-            a = self.fold(e.left)
-            if a is None:
-                return None
-            b = self.fold(e.right)
-            if b is None:
-                return None
-            return _fold_binary(e.op, a, b)
+            # Iterative along the left spine (see binary()); each node's value is cached.
+            spine = []
+            n = e
+            while type(n) is A.Binary and n._const is A._UNSET:
+                spine.append(n)
+                n = n.left
+            v = self.fold(n)
+            for node in reversed(spine):
+                if v is not None:
+                    b = self.fold(node.right)
+                    v = None if b is None else _fold_binary(node.op, v, b)
+                node._const = v
+            return v
         if isinstance(e, A.Ternary):
             c = self.fold(e.cond)
             if c is None:
@@ -518,11 +529,15 @@ class Compiler:
                 stack += [n.cond, n.then, n.other]
         return found
 
-    def intern(self, text: str) -> int:
-        idx = self.strings.get(text)
+    def intern(self, s: A.Str) -> int:
+        """The STRL index of string literal `s`; the first one past the limit is where the
+        error will point."""
+        idx = self.strings.get(s.text)
         if idx is None:
             idx = len(self.strings)
-            self.strings[text] = idx
+            self.strings[s.text] = idx
+            if idx == MAX_STRINGS:
+                self.first_extra_string = self.pos(s)
         return idx
 
     # ---- name lookup ------------------------------------------------------------------------------
@@ -558,7 +573,7 @@ class Compiler:
         info.address = self.asm.address
         self.block(s.body, new_scope=False)
         self.asm.op("TERMINATE")
-        info.locals = self.frame.max_slots
+        info.locals = self.frame.slots
         if info.locals > MAX_LOCALS:
             self.error(A.Empty(s.ident_line, s.ident_col),
                        f"script uses {info.locals} local variables; the limit is {MAX_LOCALS}",
@@ -576,7 +591,7 @@ class Compiler:
         fn.address = self.asm.address
         self.block(node.body, new_scope=False)
         self.asm.op("RETURNVOID")
-        fn.locals = self.frame.max_slots
+        fn.locals = self.frame.slots
         if fn.locals > MAX_LOCALS:
             self.error(node, f"function '{fn.name}' uses {fn.locals} local variables; the "
                              f"limit is {MAX_LOCALS}", "split the function")
@@ -589,11 +604,9 @@ class Compiler:
             self.error(node, f"'{name}' is already declared in this block at "
                              f"{f.scopes[-1][key].where}", "give it another name")
             return None
-        var = Var(name, "script", f.next_slot, type_, None, self.pos(node))
+        var = Var(name, "script", f.slots, type_, None, self.pos(node))
         f.scopes[-1][key] = var
-        f.next_slot += 1
-        if f.next_slot > f.max_slots:
-            f.max_slots = f.next_slot
+        f.slots += 1
         return var
 
     # ---- statements -----------------------------------------------------------------------------
@@ -601,12 +614,10 @@ class Compiler:
         f = self.frame
         if new_scope:
             f.scopes.append({})
-            saved = f.next_slot
         for st in b.stmts:
             self.stmt(st)
         if new_scope:
             f.scopes.pop()
-            f.next_slot = saved
 
     def stmt(self, st) -> None:
         _STATEMENTS[type(st)](self, st)
@@ -621,7 +632,6 @@ class Compiler:
         if decl.type == "void":
             self.error(decl, "a variable cannot be void", "declare it int, str or bool")
             return
-        f = self.frame
         for item in decl.items:
             if item.number is not None:
                 self.error(item, "a local variable cannot have an index",
@@ -636,20 +646,17 @@ class Compiler:
                 self.error(item.init, "an initialiser list needs an array",
                            "local arrays are not supported; use a map array")
                 continue
-            reused = f.next_slot < f.max_slots
-            if item.init is not None:
-                self.expr(item.init)   # before declaring: `int x = x;` sees the outer x
+            # Declared before its initialiser is compiled: as in acc, `int x = x + 1;`
+            # reads the new x (its slot's value). Without an initialiser no code at all.
             var = self.declare_local(item, item.name, decl.type)
-            if var is None:
+            if item.init is None:
                 continue
-            if item.init is not None:
-                self.asm.op("ASSIGNSCRIPTVAR")
-                self.asm.byte_arg(var.index)
-            elif reused:
-                # The slot held another block's variable: start from 0 like a fresh one.
-                self.asm.push(0)
-                self.asm.op("ASSIGNSCRIPTVAR")
-                self.asm.byte_arg(var.index)
+            self.expr(item.init)
+            if var is None:
+                self.asm.op("DROP")
+                continue
+            self.asm.op("ASSIGNSCRIPTVAR")
+            self.asm.byte_arg(var.index)
 
     def cond_jump(self, e, label: int, jump_if: bool) -> None:
         v = self.fold(e)
@@ -699,7 +706,6 @@ class Compiler:
     def for_stmt(self, st: A.For) -> None:
         a, f = self.asm, self.frame
         f.scopes.append({})
-        saved = f.next_slot
         if isinstance(st.init, A.VarDecl):
             self.local_decl(st.init)
         elif st.init:
@@ -718,7 +724,6 @@ class Compiler:
         a.jump("GOTO", top)
         a.place(end)
         f.scopes.pop()
-        f.next_slot = saved
 
     def switch_stmt(self, st: A.Switch) -> None:
         a, f = self.asm, self.frame
@@ -730,7 +735,6 @@ class Compiler:
         default = None
         f.loops.append((end, None))
         f.scopes.append({})
-        saved = f.next_slot
         for item in st.body:
             if isinstance(item, A.Case):
                 lab = a.label()
@@ -754,7 +758,6 @@ class Compiler:
             else:
                 self.stmt(item)
         f.scopes.pop()
-        f.next_slot = saved
         f.loops.pop()
         a.jump("GOTO", end)
         a.place(dispatch)
@@ -849,7 +852,7 @@ class Compiler:
         if t is A.Name:
             self.push_name(e)
         elif t is A.Str:
-            self.asm.push(self.intern(e.text))
+            self.push_string(e)
         elif t is A.Binary:
             self.binary(e)
         elif t is A.Unary:
@@ -875,25 +878,31 @@ class Compiler:
         else:  # pragma: no cover - numbers always fold; the grammar makes nothing else
             raise AssertionError(f"unknown expression {t.__name__}")
 
+    def push_string(self, e: A.Str) -> None:
+        self.asm.push(self.intern(e))
+        if self.library is not None:
+            # As acc does in a library: the engine adds this module's id to the index, so
+            # the string is found in the library's table, not in the map's (which is
+            # module 0 and needs no tag).
+            self.asm.op("TAGSTRING")
+
     def binary(self, e: A.Binary) -> None:
+        """Left operand, right operand, operator. A left-deep chain (`a + b + ... + z`,
+        thousands long in generated scripts) is walked down its left spine in a loop, not
+        by recursion, so its length is unbounded."""
         a = self.asm
-        if e.op in ("&&", "||"):
-            # Short-circuit like acc: the right side runs only when it decides the result.
-            short, end = a.label(), a.label()
-            self.cond_jump(e.left, short, e.op == "||")
-            self.cond_jump(e.right, short, e.op == "||")
-            a.push(1 if e.op == "&&" else 0)
-            a.jump("GOTO", end)
-            a.place(short)
-            a.push(1 if e.op == "||" else 0)
-            a.place(end)
-            # cond_jump pushes nothing, so exactly one value is left either way.
-            return
-        if e.op in ("/", "%") and self.fold(e.right) == 0:
-            self.error(e, "division by zero", "the engine stops a script that divides by zero")
-        self.expr(e.left)
-        self.expr(e.right)
-        a.op(_BINARY_OPS[e.op])
+        spine = []
+        n = e
+        while type(n) is A.Binary and self.fold(n) is None:
+            spine.append(n)
+            n = n.left
+        self.expr(n)
+        for node in reversed(spine):
+            if node.op in ("/", "%") and self.fold(node.right) == 0:
+                self.error(node, "division by zero",
+                           "the engine stops a script that divides by zero")
+            self.expr(node.right)
+            a.op(_BINARY_OPS[node.op])
 
     def push_name(self, e: A.Name) -> None:
         sym = self.lookup(e.name)
@@ -1232,7 +1241,7 @@ class Compiler:
 
     def direct_value(self, e) -> int | None:
         if isinstance(e, A.Str):
-            return self.intern(e.text)
+            return self.intern(e)
         return self.fold(e)
 
     def print_call(self, e: A.PrintCall, want: bool) -> None:
@@ -1285,8 +1294,9 @@ class Compiler:
                                       f"{MAX_FUNCTIONS}",
                             "merge functions (CALL takes a one-byte function index)")
         if len(self.strings) > MAX_STRINGS:
-            self.diag.error(Pos(self.file), f"too many distinct strings: {len(self.strings)}, "
-                                            f"the limit is {MAX_STRINGS}",
+            self.diag.error(self.first_extra_string,
+                            f"too many distinct strings: {len(self.strings):,}, the limit is "
+                            f"{MAX_STRINGS:,} (this is string {MAX_STRINGS + 1:,})",
                             "reuse strings, or print numbers with d: instead of literals")
 
     def assign_map_slots(self) -> None:
@@ -1373,6 +1383,28 @@ class Compiler:
         fill(init, 0, 0)
         return out
 
+    def library_string_chunks(self) -> list[bytes]:
+        """MSTR (scalars) and ASTR (arrays): the map variables of a library whose initial
+        values include string literals, which the engine tags when it loads the library,
+        as TAGSTRING does for a literal pushed by code."""
+        def has_string(init) -> bool:
+            stack = [init]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, A.Str):
+                    return True
+                if isinstance(n, A.InitList):
+                    stack += n.items
+            return False
+
+        out = []
+        for ident, arrays in ((b"MSTR", False), (b"ASTR", True)):
+            slots = sorted(v.index for v, init, _ in self.map_vars
+                           if v.is_array == arrays and init is not None and has_string(init))
+            if slots:
+                out.append(chunk(ident, struct.pack(f"<{len(slots)}I", *slots)))
+        return out
+
     def layout(self) -> bytes:
         mini, aray, aini = self.map_initialisers()
         self.diag.check()
@@ -1409,6 +1441,7 @@ class Compiler:
         for slot, values in aini:
             chunks.append(chunk(b"AINI", struct.pack(f"<I{len(values)}i", slot, *values)))
         if self.library is not None and self.map_vars:
+            chunks += self.library_string_chunks()
             ordered = sorted((v for v, _, _ in self.map_vars), key=lambda v: v.index)
             chunks.append(chunk(b"MEXP", name_table([v.name for v in ordered])))
         magic = b"ACSe" if self.compact else b"ACSE"

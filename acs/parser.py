@@ -39,9 +39,45 @@ def _unquote(tok: Token) -> str:
     return tok[1:-1]
 
 
+# Python refuses to convert longer decimal strings (its int-string limit); acc would wrap
+# such a number to 32 bits, but nobody means a literal that long: it is an error.
+MAX_LITERAL_DIGITS = 4300
+
+
+class _LiteralError(Exception):
+    """A malformed number: raised by a parser callback, positioned by parse()."""
+
+    def __init__(self, tok: Token, message: str, hint: str):
+        super().__init__(message)
+        self.line, self.col, self.message, self.hint = tok.line, tok.column, message, hint
+
+
+def _digits(tok: Token, digits: str, radix: int) -> int:
+    if len(digits) > MAX_LITERAL_DIGITS:
+        raise _LiteralError(tok, f"number too large ({len(digits):,} digits)",
+                            "ACS numbers are 32-bit: -2147483648..2147483647")
+    return int(digits, radix) if digits else 0
+
+
 def _int_value(tok: Token) -> int:
+    if len(tok) < 20 and tok.isdigit():   # the common case, first
+        return int(tok)
     text = tok.lower()
-    return int(text, 16) if text.startswith("0x") else int(text)
+    if text.startswith("0x"):
+        return _digits(tok, text[2:], 16)
+    radix_text, underscore, digits = text.partition("_")
+    if not underscore:
+        return _digits(tok, text, 10)
+    radix = _digits(tok, radix_text, 10)
+    if not 2 <= radix <= 36:
+        raise _LiteralError(tok, f"radix {radix} is out of range 2..36 in '{tok}'",
+                            "write RADIX_DIGITS, e.g. 16_FF or 2_1010")
+    bad = next((c for c in digits if int(c, 36) >= radix), None)
+    if bad is not None:
+        raise _LiteralError(tok, f"'{bad}' is not a digit in radix {radix} ('{tok}')",
+                            f"radix {radix} takes digits of value 0..{radix - 1} "
+                            "(a = 10, b = 11, ... z = 35)")
+    return _digits(tok, digits, radix)
 
 
 class _Builder(Transformer):
@@ -252,9 +288,12 @@ class _Builder(Transformer):
     def fixed_lit(self, c):
         t = c[0]
         whole, _, frac = str(t).partition(".")
-        # Exact decimal * 65536, truncated toward zero (no float rounding surprises).
+        # Exact decimal * 65536, truncated toward zero (no float rounding surprises). A
+        # value * 65536 that lies on an integer has at most 16 decimals, so cutting the
+        # fraction to 20 digits never moves the truncated result.
+        frac = frac[:20]
         scale = 10 ** len(frac)
-        value = (int(whole) * scale + int(frac or "0")) * 65536 // scale
+        value = (_digits(t, whole, 10) * scale + int(frac or "0")) * 65536 // scale
         return A.Num(value, t.line, t.column)
 
     def char_lit(self, c):
@@ -421,6 +460,10 @@ def parse(text: str, filename: str = "<acs>") -> list:
     while True:
         try:
             items = _parser().parse(text[offset:] if offset else text)
+            break
+        except _LiteralError as e:
+            diags.append(Diagnostic(Pos(filename, e.line + line_base, e.col), e.message,
+                                    e.hint))
             break
         except UnexpectedInput as e:
             d = _syntax_error(e, filename, text[offset:])

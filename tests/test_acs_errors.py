@@ -276,7 +276,10 @@ def test_too_many_strings(monkeypatch):
     # Building 65,537 distinct strings takes seconds; the check is the same at any bound.
     monkeypatch.setattr(acs.compiler, "MAX_STRINGS", 3)
     src = 'script 1 (void) { Print(s:"a", s:"b", s:"c", s:"d"); }'
-    assert diagnostics(src) == [(0, 0, "too many distinct strings: 4, the limit is 3",
+    # positioned at the first string past the limit, "d" (the full-size case with 70,000
+    # strings is in test_acs_acc_parity.py)
+    assert diagnostics(src) == [(1, 48, "too many distinct strings: 4, the limit is 3 "
+                                        "(this is string 4)",
                                  "reuse strings, or print numbers with d: instead of literals")]
 
 
@@ -345,8 +348,10 @@ def test_binary_file_is_refused():
     ("script 1 (void) " + "{" * 5000 + "}" * 5000, 17 + 599),
     # script -> block -> declaration -> item -> 597 nested '--' (the lexer pairs the minuses)
     ("script 1 (void) { int x = " + "-" * 20000 + "1; }", 27 + 2 * 596),
-    # left-deep sum: level 4 is the last '+' (k = 19999), level 600 is 596 to its left
-    ("script 1 (void) { int x = 1" + " + 1" * 20000 + "; }", 29 + 4 * (19999 - 596)),
+    # right-deep sum (a left-deep one is a loop, not nesting: test_acs_acc_parity.py):
+    # level 4 is the first '+' (k = 0, column 30), level 600 is the 597th
+    ("script 1 (void) { int x = " + "(1 + " * 20000 + "1" + ")" * 20000 + "; }",
+     30 + 5 * 596),
     # script -> block -> if 1 -> ... -> if 599 (each ' if (1)' is 7 columns)
     ("script 1 (void) {" + " if (1)" * 5000 + " ; }", 19 + 7 * 598),
 ])
