@@ -25,6 +25,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hello": ("commands.hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
     "museum": ("commands.museum", "build the walk-through digit museum map"),
     "mnist": ("commands.mnist", "train, quantise, tile and run MNIST in the engine"),
+    "extract": ("commands.extract", "read the netlist a map computes back from its geometry"),
+    "verify": ("commands.verify", "an edited WAD: diff, static checks and an engine run"),
+    "embed": ("commands.embed", "drop a circuit into your own map, wired to its switches"),
 }
 
 

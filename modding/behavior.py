@@ -44,6 +44,7 @@ class Script:
     argc: int
     address: int
     ops: list[Op] = field(default_factory=list)
+    error: str = ""    # why its code is not a straight-line bus (then ops is empty)
 
 
 def chunks(lump: bytes) -> dict[bytes, list[bytes]]:
@@ -60,14 +61,18 @@ def chunks(lump: bytes) -> dict[bytes, list[bytes]]:
 
 
 def read_scripts(lump: bytes) -> dict[int, Script]:
-    """Every script of the lump by number, with the ops of its straight-line code."""
+    """Every script of the lump by number, with the ops of its straight-line code (scripts
+    with branches get `error` instead: the machine reader refuses them where it needs them)."""
     compact = lump[3:4] == b"e"
     table = chunks(lump).get(b"SPTR", [b""])[0]
     scripts = {}
     for k in range(0, len(table) - 11, 12):
         num, typ, addr, argc = struct.unpack_from("<hHII", table, k)
         s = Script(num, typ, argc, addr)
-        s.ops = _run(lump, addr, compact, num)
+        try:
+            s.ops = _run(lump, addr, compact, num)
+        except BehaviorError as e:  # a control script (a map's own UI): not part of the bus
+            s.error = str(e)
         scripts[num] = s
     return scripts
 

@@ -144,6 +144,11 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
     if SCRIPT_INFER not in scripts:
         raise MapError(f"{where}: BEHAVIOR has no script {SCRIPT_INFER} (the inference "
                        "script): not a VoodooNet machine")
+    for num, s in scripts.items():
+        if s.error and (num in (SCRIPT_INFER, SCRIPT_BEGIN) or
+                        SCRIPT_INPUT_BASE <= num < SCRIPT_READ_BASE and s.argc):
+            raise MapError(f"{where}: {s.error}\n    hint: the bus scripts must stay as the "
+                           "compiler wrote them (rebuild the map)")
     bus = _read_bus(scripts)
     lights = _lights(tm, bus)
     lanes = _lanes(tm, bus, where)
