@@ -413,20 +413,26 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
 
     from .machine import from_circuit
 
-    net = parse(text, f"{where}.dnet")
-    solo = {(ref[a], ref[b]) for a, b in solo_lines(m)}
-    again = from_circuit(lower(net, solo=solo), net.steps)
+    try:
+        net = parse(text, f"{where}.dnet")
+    except VoodooError as e:
+        return f"it is not a valid netlist: {str(e).splitlines()[0]}"
     back = {v: k for k, v in ref.items()}
-    for l in again.lights.values():
-        l.name = back.get(l.name, l.name)
-    if again.same_as(m):
-        return None
+    # Which connections have a line of their own is a layout choice the .dnet does not
+    # carry: the ones the amounts reveal, else every connection not in a weight group.
+    for solo in (solo_lines(m), solo_lines(m, every=True)):
+        again = from_circuit(lower(net, solo={(ref[a], ref[b]) for a, b in solo}), net.steps)
+        for l in again.lights.values():
+            l.name = back.get(l.name, l.name)
+        if again.same_as(m):
+            return None
     return first_difference(m, again)
 
 
-def solo_lines(m: Machine) -> set[tuple[str, str]]:
+def solo_lines(m: Machine, every: bool = False) -> set[tuple[str, str]]:
     """Connections with a line of their own although others of their lane share its weight
-    (a map keeps one rewirable, like the museum's MUTATE line): (source, destination)."""
+    (a map keeps one rewirable, like the museum's MUTATE line): (source, destination).
+    With `every`, every connection whose line aims at one light rather than a group."""
     out = set()
     for lane in m.lanes:
         if not lane.doors or lane.source[0] == "none":
@@ -438,7 +444,7 @@ def solo_lines(m: Machine) -> set[tuple[str, str]]:
         for t, a in d.lines[1:]:
             by_amount[a] = by_amount.get(a, 0) + len(m.groups.get(t, (t,)))
         for t, a in d.lines[1:]:
-            if t not in m.groups and by_amount[a] > 1 and t in m.lights and src:
+            if t not in m.groups and (by_amount[a] > 1 or every) and t in m.lights and src:
                 out.add((src, m.lights[t].name))
     return out
 

@@ -60,7 +60,9 @@ class MDoor:
     line_index: tuple = ()     # map line of each entry of lines + sets (not compared)
 
     def key(self):
-        return (self.threshold, self.lines, self.sets)
+        # Additions to lights commute (physics.md), so their order on a landing is not part
+        # of the machine; sets come after them, in order.
+        return (self.threshold, tuple(sorted(self.lines)), self.sets)
 
 
 @dataclass
@@ -104,6 +106,7 @@ class Machine:
     phase_tics: list[tuple[int, int]] = field(default_factory=list)
     writes: list[tuple[int, int]] = field(default_factory=list)   # (tic, door tag)
     speeds: dict[int, int] = field(default_factory=dict)          # door tag -> mover speed
+    parks: dict[int, tuple] = field(default_factory=dict)         # tid -> (x, y, z) start
 
     def key(self):
         return (sorted(l.key() for l in self.lights.values()), [l.key() for l in self.lanes],
@@ -162,7 +165,8 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
         outputs = [by_name.get(n, -1) for n in info.get("all_outputs", [])]
     steps = int(info.get("steps", 1)) if info else 1
     m = Machine(lights, lanes, {g: tuple(v) for g, v in groups.items()}, outputs,
-                bus["n_inputs"], steps, bus["phase_tics"], bus["writes"], bus["speeds"])
+                bus["n_inputs"], steps, bus["phase_tics"], bus["writes"], bus["speeds"],
+                bus["parks"])
     return m
 
 
@@ -175,7 +179,14 @@ def _val(v) -> int:
 def _read_bus(scripts) -> dict:
     """Resets, input slots, phases (door writes and releases), outputs, from the scripts."""
     out = {"reset": {}, "persistent": {}, "slot_of_array": {}, "n_inputs": 0, "source": {},
-           "phase_of_tid": {}, "phase_tics": [], "writes": [], "outputs": [], "speeds": {}}
+           "phase_of_tid": {}, "phase_tics": [], "writes": [], "outputs": [], "speeds": {},
+           "parks": {}}
+    for s in scripts.values():
+        if s.type == 1:  # OPEN: every doll parked on its pad
+            for op in s.ops:
+                if op.kind == "call" and op.name == "SetActorPosition":
+                    x, y, z = (_val(a) / 65536 for a in op.args[1:4])
+                    out["parks"][_val(op.args[0])] = (x, y, z)
     k = 0
     while SCRIPT_INPUT_BASE + k in scripts and SCRIPT_INPUT_BASE + k < SCRIPT_READ_BASE:
         s = scripts[SCRIPT_INPUT_BASE + k]

@@ -75,6 +75,7 @@ class TextMap:
     sectors: list[dict] = field(default_factory=list)
     others: list[tuple[str, dict]] = field(default_factory=list)
     globals: dict = field(default_factory=dict)
+    _boxes: list | None = field(default=None, repr=False, compare=False)
 
     # -- geometry helpers ------------------------------------------------------------------
     def xy(self, v: int) -> tuple[float, float]:
@@ -107,11 +108,15 @@ class TextMap:
 
     def sector_boxes(self) -> list[tuple[float, float, float, float] | None]:
         """Bounding box of every sector, from the lines that bound it (None if none)."""
+        if self._boxes is not None:
+            return self._boxes
         boxes: list = [None] * len(self.sectors)
         for i in range(len(self.linedefs)):
             a, b = self.line_ends(i)
-            for side in ("front", "back"):
-                s = self.side_sector(i, side)
+            sides = {self.side_sector(i, "front"), self.side_sector(i, "back")}
+            if len(sides) == 1:  # a line floating inside one sector bounds nothing
+                continue
+            for s in sides:
                 if s < 0:
                     continue
                 x0, y0 = min(a[0], b[0]), min(a[1], b[1])
@@ -119,6 +124,7 @@ class TextMap:
                 old = boxes[s]
                 boxes[s] = (x0, y0, x1, y1) if old is None else (
                     min(old[0], x0), min(old[1], y0), max(old[2], x1), max(old[3], y1))
+        self._boxes = boxes
         return boxes
 
     # -- writing ---------------------------------------------------------------------------
