@@ -255,15 +255,15 @@ def check_schedule(tm: TextMap, m: Machine, circuit=None) -> list[Finding]:
 
 def _copy_times(tm, m: Machine, circuit, names) -> list[Finding]:
     """Door ceilings must land within the copy delay, and their mover must not wrap."""
-    if circuit is None:
-        return []
     out = []
-    plane = {l.tid: (l.plane_lo, l.plane_hi) for l in circuit.lanes}
+    # The values ACS writes come from the extracted netlist; without one, the floors alone.
+    plane = {l.tid: (l.plane_lo, l.plane_hi) for l in circuit.lanes} if circuit else {}
     for lane in m.lanes:
-        if not lane.door_tag or lane.tid not in plane:
+        if not lane.door_tag:
             continue
         floors = [s.floor for s in lane.segments]
-        lo, hi = min(plane[lane.tid][0], *floors), max(plane[lane.tid][1], *floors)
+        lo, hi = plane.get(lane.tid, (min(floors), max(floors)))
+        lo, hi = min(lo, *floors), max(hi, *floors)
         speed = m.speeds.get(lane.door_tag, 0)
         copy = m.phase_tics[lane.phase][0] if lane.phase < len(m.phase_tics) else 0
         if speed <= 0 or -(-max(hi - lo, 1) * 8 // speed) > copy:
