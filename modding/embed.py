@@ -199,7 +199,7 @@ def embed(circuit: str, into: str, map_name: str, wiring: str, out: str,
     nums = their_numbers(f)
     lay, sched = _our_layout(net, f.tm, nums)
     offset = 1000 * (nums["script"] // 1000 + 1)
-    for k, w in enumerate(w for w in outs if w.kind != "light"):
+    for k, w in enumerate(outs):
         w.tag = lay.conveyor_tag + 1 + k   # a fresh tag the driven sectors also carry
     source, info = _our_acs(lay, sched, title or net.name, offset, ins, outs, net)
     from mapgen.compile import compile_acs
@@ -314,9 +314,12 @@ def panel_source(c, net, info, outs, offset) -> str:
               "        inputs[k] = lo[k];", "    dirty = 1;", "}", "",
               f"script {panel + 2} (int k, int v)  // set input k to v", "{",
               "    inputs[k] = v;", "    dirty = 1;", "}", "",
-              f"script {panel + 3} (int token)  // for tests: inputs, inferences run, busy",
+              f"script {panel + 3} (int token)  // for tests: inputs, the driven sectors' lights, "
+              "inferences run, busy",
               "{"]
-    lines += [f"    user{k + 1} = inputs[{k}];" for k in range(min(n, 56))]
+    lines += [f"    user{k + 1} = inputs[{k}];" for k in range(min(n, 28))]
+    lines += [f"    user{29 + j} = GetSectorLightLevel({w.tag});  // {w.kind} output {w.name}"
+              for j, w in enumerate(outs[:28])]
     lines += ["    user57 = seq;", "    user58 = dirty;", "    read_ack = token;", "}", ""]
     return "\n".join(lines)
 
@@ -396,7 +399,7 @@ def _merge(theirs: TextMap, lay, ins, outs, net, info) -> tuple[TextMap, dict]:
     for w in outs:
         if w.kind == "light":
             light = c.light(_output_light(c, net, w.name))
-            tags = [light.tag, *light.groups]
+            tags = [light.tag, *light.groups, w.tag]
         else:
             tags = [w.tag]
         for s in w.sectors:

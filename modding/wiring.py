@@ -110,8 +110,5 @@ def check_wiring(ins, outs, net, tm, path: str) -> None:
             if s >= len(tm.sectors):
                 bad.append(f"{w.where}: error: the map has no sector {s} "
                            f"(it has {len(tm.sectors)})")
-    if not ins:
-        bad.append(f"{path}: error: no input is wired\n    hint: add `input NAME = toggle "
-                   "sector N` for each input")
     if bad:
         raise WiringError("\n".join(bad))
