@@ -17,7 +17,7 @@ from modding.playtest import PanelDriver
 from modding.textmap import MapError, TextMap, parse_textmap
 
 PEDALS = os.path.join(ROOT, "circuits", "pedals.dnet")
-WIRING = os.path.join(ROOT, "docs", "examples", "my_way_home.wiring")
+WIRING = os.path.join(ROOT, "circuits", "pedals-my_way_home.wiring")
 
 
 def _scenarios() -> str:
