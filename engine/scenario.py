@@ -16,7 +16,7 @@ from engine.doom import N_USER_VARS, EngineError
 
 class Scenario:
     def __init__(self, cfg: str, wad: str | None = None, seed: int = 0, render: bool = False,
-                 sectors: bool = False):
+                 sectors: bool = False, resolution: str | None = None):
         import vizdoom as vzd
 
         self._vzd = vzd
@@ -39,6 +39,9 @@ class Scenario:
         game.set_render_messages(render)
         game.set_seed(seed)
         game.set_sectors_info_enabled(sectors)
+        if resolution:   # pictures for people; the cfg's own resolution otherwise
+            game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
+            game.set_screen_format(vzd.ScreenFormat.RGB24)
         game.set_doom_config_path(os.path.join(self._cfgdir, "_vizdoom.ini"))
         self.n_own_vars = game.get_available_game_variables_size()
         for i in range(1, N_USER_VARS + 1):

@@ -87,3 +87,42 @@ class PanelDriver:
         """The light level of each output's driven sectors (status USER29..)."""
         u = self.status()
         return u[28:28 + len(self.e["outputs"])]
+
+
+def my_way_home_pictures(wad: str, path: str) -> list[int]:
+    """The worked example of docs/modding.md: in the embedded my_way_home, the lamp room
+    (sector 0) with fewer than two pedal rooms entered, then after a second one; one PNG,
+    the two views side by side. Returns the lamp levels seen (checked against the machine)."""
+    import os
+
+    import numpy as np
+    from PIL import Image
+
+    import vizdoom
+
+    from engine.scenario import Scenario
+    from mapgen.compile import load_wad
+    from mapgen.render import save_png
+
+    loaded = load_wad(wad)
+    cfg = os.path.join(os.path.dirname(vizdoom.__file__), "scenarios", "my_way_home.cfg")
+    shots, lamps = [], []
+    with Scenario(cfg, wad, seed=3, resolution="RES_640X480") as s:
+        d = PanelDriver(s, loaded.infos[0], loaded.net)
+        d.settle()
+        for name in ("s[0]", "s[1]"):
+            d.leave((240, -176))
+            d.toggle(name, via="pad")
+            d.settle()
+            ok, got, want = d.check()
+            if not ok:
+                raise VoodooError(f"the embedded circuit differs from the reference: {got}")
+            lamps.append(d.driven()[0])
+            s.command("warp 300 -176")
+            s.act((), 2)
+            while abs(s.var("ANGLE") - 180) > 4:
+                s.act(("TURN_LEFT",), 1)
+            s.act((), 2)
+            shots.append(np.asarray(s.screen()))
+    save_png(Image.fromarray(np.concatenate(shots, axis=1)), path)
+    return lamps
