@@ -9,4 +9,7 @@ circuit into someone else's map.
     verify.py    an edited WAD: the diff against its embedded netlist, checks on the map
                  as it is, and an engine run against the extracted netlist
     embed.py     a circuit dropped into a foreign map, wired to its switches and sectors
+    wiring.py    the wiring file of embed
+    wadio.py     a foreign WAD's lumps copied through, with only our changes
+    playtest.py  playing an embedded circuit (pads, panel scripts) against the reference
 """

@@ -111,67 +111,85 @@ class _Reader:
 
 
 def _run(lump: bytes, addr: int, compact: bool, number: int) -> list[Op]:
-    r = _Reader(lump, addr, compact)
-    stack: list = []
-    ops: list[Op] = []
-
-    def pop(n: int) -> tuple:
-        if len(stack) < n:
-            raise BehaviorError(f"script {number}: stack underflow at offset {r.pos}")
-        vals = tuple(stack[len(stack) - n:])
-        del stack[len(stack) - n:]
-        return vals
-
-    while r.pos < len(lump):
-        code = r.opcode()
+    sym = _Symbolic(_Reader(lump, addr, compact), number)
+    while sym.r.pos < len(lump):
+        code = sym.r.opcode()
         name = _NAME.get(code)
         if name is None:
-            raise BehaviorError(f"script {number}: unknown opcode {code} at offset {r.pos}")
+            raise BehaviorError(f"script {number}: unknown opcode {code} at offset {sym.r.pos}")
         if name == "TERMINATE":
-            return ops
+            return sym.ops
         if name in _BRANCHES:
-            raise BehaviorError(f"script {number}: a branch ({name}) at offset {r.pos}: "
+            raise BehaviorError(f"script {number}: a branch ({name}) at offset {sym.r.pos}: "
                                 "not a straight-line bus script")
-        if name == "PUSHNUMBER":
-            stack.append(("const", r.i32()))
-        elif name == "PUSHBYTE":
-            stack.append(("const", r.u8()))
-        elif name.startswith("PUSH") and name.endswith("BYTES"):
-            n = r.u8() if name == "PUSHBYTES" else int(name[4])
-            stack += [("const", r.u8()) for _ in range(n)]
-        elif name in ("DELAYDIRECT", "DELAYDIRECTB"):
-            ops.append(Op("delay", "Delay", (r.i32() if name == "DELAYDIRECT" else r.u8(),)))
-        elif name == "DELAY":
-            ops.append(Op("delay", "Delay", (_const(pop(1)[0], number),)))
-        elif name.startswith("LSPEC") and "DIRECT" in name:
-            n = int(name[5])
-            special = r.u8()
-            args = tuple(("const", r.i32() if name.endswith("DIRECT") else r.u8())
-                         for _ in range(n))
-            ops.append(Op("special", _SPECIAL_NAME.get(special, str(special)), args))
-        elif name.startswith("LSPEC"):
-            n = int(name[5])
-            special = r.u8()
-            ops.append(Op("special", _SPECIAL_NAME.get(special, str(special)), pop(n)))
-            if name.endswith("RESULT"):
-                stack.append(("result",))
-        elif name == "CALLFUNC":
-            argc, index = r.u8(), r.u16()
-            ops.append(Op("call", _CALLFUNC_NAME.get(index, f"callfunc{index}"), pop(argc)))
-            stack.append(("result",))
-        elif name == "GETSECTORLIGHTLEVEL":
-            stack.append(("light", _const(pop(1)[0], number)))
-        elif name == "SETACTORPOSITION":
-            ops.append(Op("call", "SetActorPosition", pop(5)))
-            stack.append(("result",))
-        elif name == "DROP":
-            pop(1)
-        elif name.endswith(_VAR_SUFFIXES):
-            _var_op(name, r.u8(), stack, pop, ops, number)
-        else:
-            raise BehaviorError(f"script {number}: {name} at offset {r.pos} is not a bus "
+        if not (sym.push(name) or sym.effect(name)):
+            raise BehaviorError(f"script {number}: {name} at offset {sym.r.pos} is not a bus "
                                 "operation")
     raise BehaviorError(f"script {number}: runs off the end of the lump")
+
+
+class _Symbolic:
+    """The stack and the effects of one script, one opcode at a time."""
+
+    def __init__(self, r: _Reader, number: int):
+        self.r, self.number = r, number
+        self.stack: list = []
+        self.ops: list[Op] = []
+
+    def pop(self, n: int) -> tuple:
+        if len(self.stack) < n:
+            raise BehaviorError(f"script {self.number}: stack underflow at offset {self.r.pos}")
+        vals = tuple(self.stack[len(self.stack) - n:])
+        del self.stack[len(self.stack) - n:]
+        return vals
+
+    def push(self, name: str) -> bool:
+        """Opcodes that only push or drop values."""
+        r = self.r
+        if name == "PUSHNUMBER":
+            self.stack.append(("const", r.i32()))
+        elif name == "PUSHBYTE":
+            self.stack.append(("const", r.u8()))
+        elif name.startswith("PUSH") and name.endswith("BYTES"):
+            n = r.u8() if name == "PUSHBYTES" else int(name[4])
+            self.stack += [("const", r.u8()) for _ in range(n)]
+        elif name == "GETSECTORLIGHTLEVEL":
+            self.stack.append(("light", _const(self.pop(1)[0], self.number)))
+        elif name == "DROP":
+            self.pop(1)
+        elif name.endswith(_VAR_SUFFIXES):
+            _var_op(name, r.u8(), self.stack, self.pop, self.ops, self.number)
+        else:
+            return False
+        return True
+
+    def effect(self, name: str) -> bool:
+        """Opcodes with an effect: delays, line specials, builtin calls."""
+        r, ops = self.r, self.ops
+        if name in ("DELAYDIRECT", "DELAYDIRECTB"):
+            ops.append(Op("delay", "Delay", (r.i32() if name == "DELAYDIRECT" else r.u8(),)))
+        elif name == "DELAY":
+            ops.append(Op("delay", "Delay", (_const(self.pop(1)[0], self.number),)))
+        elif name.startswith("LSPEC"):
+            n, special = int(name[5]), r.u8()
+            if "DIRECT" in name:
+                args = tuple(("const", r.i32() if name.endswith("DIRECT") else r.u8())
+                             for _ in range(n))
+            else:
+                args = self.pop(n)
+            ops.append(Op("special", _SPECIAL_NAME.get(special, str(special)), args))
+            if name.endswith("RESULT"):
+                self.stack.append(("result",))
+        elif name == "CALLFUNC":
+            argc, index = r.u8(), r.u16()
+            ops.append(Op("call", _CALLFUNC_NAME.get(index, f"callfunc{index}"), self.pop(argc)))
+            self.stack.append(("result",))
+        elif name == "SETACTORPOSITION":
+            ops.append(Op("call", "SetActorPosition", self.pop(5)))
+            self.stack.append(("result",))
+        else:
+            return False
+        return True
 
 
 def _var_op(name: str, index: int, stack: list, pop, ops: list, number: int) -> None:

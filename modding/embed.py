@@ -376,9 +376,14 @@ def _merge(theirs: TextMap, lay, ins, outs, net, info) -> tuple[TextMap, dict]:
     tm.sidedefs += ours.sidedefs
     tm.sectors += ours.sectors
     tm.things = ours.things + tm.things   # our dolls first: their player stays the player
-    c = lay.circuit
+    spots = _wire_inputs(tm, theirs, ins, net, info["embed"])
+    _wire_outputs(tm, lay.circuit, outs, net)
+    return tm, spots
+
+
+def _wire_inputs(tm: TextMap, theirs: TextMap, ins, net, e: dict) -> dict:
+    """Their wired lines get our toggle/set special; their pads a sector-action thing."""
     index = {net.nodes[i].name: k for k, i in enumerate(net.inputs)}
-    e = info["embed"]
     spots = {}
     for w in ins:
         script = e["toggle_script"] if w.value is None else e["set_script"]
@@ -396,6 +401,11 @@ def _merge(theirs: TextMap, lay, ins, outs, net, info) -> tuple[TextMap, dict]:
                               "special": ACS_EXECUTE_ALWAYS, **args, **_THING_FLAGS,
                               "comment": f"VoodooNet: entering toggles {w.name}"})
             spots[w.name] = [x, y]
+    return spots
+
+
+def _wire_outputs(tm: TextMap, c, outs, net) -> None:
+    """Driven sectors carry the output light's tags (light) or the output's fresh tag."""
     for w in outs:
         if w.kind == "light":
             light = c.light(_output_light(c, net, w.name))
@@ -406,7 +416,6 @@ def _merge(theirs: TextMap, lay, ins, outs, net, info) -> tuple[TextMap, dict]:
             sec = tm.sectors[s]
             more = str(sec.get("moreids", "")).split()
             sec["moreids"] = " ".join(more + [str(t) for t in tags])
-    return tm, spots
 
 
 def _write(f: Foreign, textmap: str, library: bytes, info: dict, net, out: str) -> None:

@@ -197,9 +197,16 @@ def _read_bus(scripts) -> dict:
         k += 1
     _resets(scripts.get(SCRIPT_BEGIN), out["persistent"])
     _resets(scripts[SCRIPT_INFER], out["reset"])
-    phase, tic, pending = -1, 1, "write"
-    last = "reset"
-    for op in scripts[SCRIPT_INFER].ops:
+    _phases(scripts[SCRIPT_INFER], out)
+    out["phase_tics"] = [tuple(p) for p in out["phase_tics"]]
+    return out
+
+
+def _phases(script, out: dict) -> None:
+    """Script 2, phase by phase: door writes, the copy delay, doll releases, the run delay;
+    then the outputs it copies to USER globals."""
+    phase, tic, last = -1, 1, "reset"
+    for op in script.ops:
         if op.kind == "special" and op.name == "Ceiling_MoveToValue" or \
                 op.kind == "call" and op.name == "SetActorVelocity" and _val(op.args[1]):
             starts = (op.kind == "special" and last not in ("write",)) or \
@@ -228,8 +235,6 @@ def _read_bus(scripts) -> dict:
                 last = "run"
         elif op.kind == "assign" and op.args[0][0] == "globalvar" and op.args[1][0] == "light":
             out["outputs"].append(op.args[1][1])
-    out["phase_tics"] = [tuple(p) for p in out["phase_tics"]]
-    return out
 
 
 def _resets(script, into: dict) -> None:

@@ -216,20 +216,7 @@ def hexen_to_textmap(group, where: str) -> TextMap:
             ("offsetx", s.off_x), ("offsety", s.off_y), ("texturetop", s.tx_up),
             ("texturebottom", s.tx_low), ("texturemiddle", s.tx_mid), ("sector", s.sector))
             if v not in (0, "-") or k == "sector"})
-    for ln in ed.linedefs:
-        d = {"v1": ln.vx_a, "v2": ln.vx_b, "sidefront": ln.front}
-        if ln.back != 0xFFFF and ln.back >= 0:
-            d["sideback"] = ln.back
-        for bit, name in _HEXEN_LINE_FLAGS.items():
-            if ln.flags & bit:
-                d[name] = True
-        if ln.action:
-            d[_HEXEN_SPAC.get((ln.flags >> 10) & 7, "playercross")] = True
-            d["special"] = ln.action
-            for k, a in enumerate((ln.arg0, ln.arg1, ln.arg2, ln.arg3, ln.arg4)):
-                if a:
-                    d[f"arg{k}"] = a
-        m.linedefs.append(d)
+    m.linedefs = [_hexen_line(ln) for ln in ed.linedefs]
     for s in ed.sectors:
         d = {"heightfloor": s.z_floor, "heightceiling": s.z_ceil, "texturefloor": s.tx_floor,
              "textureceiling": s.tx_ceil, "lightlevel": s.light}
@@ -238,22 +225,43 @@ def hexen_to_textmap(group, where: str) -> TextMap:
         if s.tag:
             d["id"] = s.tag
         m.sectors.append(d)
-    for t in ed.things:
-        d = {"x": float(t.x), "y": float(t.y), "type": t.type}
-        if t.tid:
-            d["id"] = t.tid
-        if t.height:
-            d["height"] = float(t.height)
-        if t.angle:
-            d["angle"] = t.angle
-        for bit, names in _HEXEN_THING_FLAGS.items():
-            if t.flags & bit:
-                for n in names:
-                    d[n] = True
-        if t.action:
-            d["special"] = t.action
-            for k, a in enumerate((t.arg0, t.arg1, t.arg2, t.arg3, t.arg4)):
-                if a:
-                    d[f"arg{k}"] = a
-        m.things.append(d)
+    m.things = [_hexen_thing(t) for t in ed.things]
     return m
+
+
+def _args(d: dict, obj) -> None:
+    for k, a in enumerate((obj.arg0, obj.arg1, obj.arg2, obj.arg3, obj.arg4)):
+        if a:
+            d[f"arg{k}"] = a
+
+
+def _hexen_line(ln) -> dict:
+    d = {"v1": ln.vx_a, "v2": ln.vx_b, "sidefront": ln.front}
+    if ln.back != 0xFFFF and ln.back >= 0:
+        d["sideback"] = ln.back
+    for bit, name in _HEXEN_LINE_FLAGS.items():
+        if ln.flags & bit:
+            d[name] = True
+    if ln.action:
+        d[_HEXEN_SPAC.get((ln.flags >> 10) & 7, "playercross")] = True
+        d["special"] = ln.action
+        _args(d, ln)
+    return d
+
+
+def _hexen_thing(t) -> dict:
+    d = {"x": float(t.x), "y": float(t.y), "type": t.type}
+    if t.tid:
+        d["id"] = t.tid
+    if t.height:
+        d["height"] = float(t.height)
+    if t.angle:
+        d["angle"] = t.angle
+    for bit, names in _HEXEN_THING_FLAGS.items():
+        if t.flags & bit:
+            for n in names:
+                d[n] = True
+    if t.action:
+        d["special"] = t.action
+        _args(d, t)
+    return d
