@@ -309,14 +309,52 @@ def to_dnet(nodes: list[XNode], outputs: list[str], name: str, steps: int, sourc
         ref[n.name] = dnet_name(n.name, taken)
         out.append(_decl(n, ref[n.name], None))
     out.append("")
-    for n in nodes:
-        for s, w in n.weights.items():
-            out.append(f"lines {ref[s]} -> {ref[n.name]} all {w}")
-        if n.kind not in ("input",) and n.bias:
-            out.append(f"bias {ref[n.name]} = {n.bias}")
+    out += _lines_text(nodes, ref)
     out.append("")
     out.append("output " + ", ".join(ref[o] for o in outputs))
     return "\n".join(out) + "\n", ref
+
+
+def _lines_text(nodes: list[XNode], ref: dict[str, str]) -> list[str]:
+    """Connections and biases: a dense matrix between two vectors (zeros where there is no
+    line), one `lines` statement per connection otherwise."""
+    vec = {}
+    sizes: dict[str, int] = {}
+    for name, r in ref.items():
+        m = _ELEMENT.match(r)
+        if m:
+            vec[name] = (m.group(1), int(m.group(2)))
+            sizes[m.group(1)] = max(sizes.get(m.group(1), 0), int(m.group(2)) + 1)
+    pairs: dict[tuple[str, str], dict] = {}
+    out, done = [], set()
+    for n in nodes:
+        for s, w in n.weights.items():
+            if s in vec and n.name in vec:
+                pairs.setdefault((vec[s][0], vec[n.name][0]), {})[
+                    (vec[n.name][1], vec[s][1])] = w
+    for (sv, dv), cells in pairs.items():
+        if len(cells) < sizes[dv]:
+            continue   # sparse: per connection below
+        rows = [[cells.get((j, i), 0) for i in range(sizes[sv])] for j in range(sizes[dv])]
+        out.append(f"lines {sv} -> {dv} dense [\n" + ",\n".join(
+            "  [" + ", ".join(map(str, row)) + "]" for row in rows) + "\n]")
+        done.add((sv, dv))
+    biases: dict[str, list] = {}
+    for n in nodes:
+        for s, w in n.weights.items():
+            if not (s in vec and n.name in vec and (vec[s][0], vec[n.name][0]) in done):
+                out.append(f"lines {ref[s]} -> {ref[n.name]} all {w}")
+        if n.kind == "input":
+            continue
+        if n.name in vec:
+            biases.setdefault(vec[n.name][0], [0] * sizes[vec[n.name][0]])[
+                vec[n.name][1]] = n.bias
+        elif n.bias:
+            out.append(f"bias {ref[n.name]} = {n.bias}")
+    for v, b in biases.items():
+        if any(b):
+            out.append(f"bias {v} = [{', '.join(map(str, b))}]")
+    return out
 
 
 def _decl(n: XNode, name: str, gate: str | None) -> str:

@@ -240,7 +240,8 @@ def test_hexen_map_is_converted_and_a_door_output_opens(tmp_path):
     src = str(tmp_path / "hexen.wad")
     _hexen_room(src)
     wad = str(tmp_path / "o.wad")
-    embed(PEDALS, src, "MAP01", _wiring(tmp_path, "output maj = door sector 1 open 120\n"), wad)
+    embed(PEDALS, src, "MAP01", _wiring(tmp_path, "output maj = door sector 1 open 120\n"
+                                                  "input s[2] = set 1 use line 2\n"), wad)
     loaded = load_wad(wad)
     info = loaded.infos[0]
     tm = parse_textmap(dict(__import__("acs.wad", fromlist=["read_wad"]).read_wad(wad)
@@ -257,7 +258,7 @@ def test_hexen_map_is_converted_and_a_door_output_opens(tmp_path):
         def __getattr__(self, name):
             return getattr(self.e, name)
 
-    with Engine(wad, sectors=True) as e:
+    with Engine(wad, sectors=True, buttons=("USE",)) as e:
         d = PanelDriver(Player(e), info, loaded.net)
         d.settle()
         assert e.user(40) == 4242
@@ -269,3 +270,37 @@ def test_hexen_map_is_converted_and_a_door_output_opens(tmp_path):
             assert ok, (d.x, got, ref)
             e.advance(30)   # the door moves 8 units per tic
             assert e.sectors()[1].ceiling == want, (d.x, e.sectors()[1])
+        # Their east wall (line 2) is a switch now: pressing use on it sets s[2] to 1.
+        e.command("warp 224 32")
+        e.advance(2)
+        e.advance(1, [1.0])
+        d.x[2] = 1
+        d.settle()
+        ok, got, ref = d.check()
+        assert ok and got["value:s[2]"] == 1, (d.x, got, ref)
+
+
+def test_commands_fail_cleanly(tmp_path):
+    """Foreign or broken input: a message and a non-zero exit, never a traceback."""
+    import subprocess
+    import sys
+
+    from acs.testmap import room_textmap
+    from acs.wad import MapLump, write_wad
+
+    room = str(tmp_path / "room.wad")
+    write_wad(room, [MapLump("MAP01", room_textmap())])
+    build = os.path.join(ROOT, "build.py")
+    cases = [
+        (["extract", room], "not a VoodooNet machine"),
+        (["verify", str(tmp_path / "missing.wad")], "cannot read the WAD"),
+        (["embed", PEDALS, "--into", "vizdoom:nope", "--wiring", WIRING, "-o",
+          str(tmp_path / "o.wad")], "no scenario nope.wad"),
+        (["embed", PEDALS, "--into", room, "--map", "MAP07", "--wiring", WIRING, "-o",
+          str(tmp_path / "o.wad")], "no map MAP07"),
+    ]
+    for args, needle in cases:
+        r = subprocess.run([sys.executable, build, *args], capture_output=True, text=True)
+        assert r.returncode != 0 and needle in r.stderr and "Traceback" not in r.stderr, \
+            (args, r.stderr)
+    assert not os.path.exists(tmp_path / "o.wad")
