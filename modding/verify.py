@@ -344,9 +344,18 @@ def embedded_machine(path: str, map_index: int, solo) -> Machine | None:
         return None
     net = loaded.net
     if len(loaded.infos) > 1:
+        # The tile's netlist: planned again as the compiler planned it (automatically, or
+        # into as many maps as the WAD holds), known right by its inputs and outputs.
         from mapgen.tiles import plan_tiles
 
-        net = plan_tiles(net)[map_index].net
+        info = loaded.infos[map_index]
+        for plan in (plan_tiles(net), plan_tiles(net, n_tiles=len(loaded.infos))):
+            if len(plan) == len(loaded.infos) and plan[map_index].inputs == \
+                    info.get("tile_inputs") and plan[map_index].outputs == info.get("tile_outputs"):
+                net = plan[map_index].net
+                break
+        else:
+            return None
     return from_circuit(lower(net, solo=solo), net.steps)
 
 

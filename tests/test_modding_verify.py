@@ -216,3 +216,18 @@ def test_verify_command_exit_codes(tmp_path):
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stdout.strip().splitlines()[-1].startswith("verify FAILED")
     assert "engine: not run: the map has errors" in r.stdout
+
+
+def test_tiled_wad_is_verified_map_by_map(tmp_path):
+    from mapgen.tiles import compile_tiles, plan_tiles
+
+    net = load(os.path.join(ROOT, "circuits", "hello.dnet"))
+    tiles = plan_tiles(net, n_tiles=2)
+    wad = str(tmp_path / "tiled.wad")
+    write_wad(wad, compile_tiles(tiles, "hello"), net, tiles)
+    for name in ("MAP01", "MAP02"):
+        rep = verify_map(wad, name, engine=False)
+        assert rep.changes == [] and rep.errors == [], (name, rep.changes, rep.errors)
+    with pytest.raises(Exception) as e:
+        verify_map(wad)
+    assert "name one with --map" in str(e.value)
