@@ -459,7 +459,13 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
     for solo in (solo_lines(m), solo_lines(m, every=True)):
-        again = from_circuit(lower(net, solo={(ref[a], ref[b]) for a, b in solo}), net.steps)
+        # Tags and dolls numbered from where the map's start (an embedded circuit's are
+        # above its host map's).
+        c = lower(net, first_tag=min(m.lights, default=1),
+                  solo={(ref[a], ref[b]) for a, b in solo})
+        for k, lane in enumerate(c.lanes):
+            lane.tid = min((l.tid for l in m.lanes), default=1000) + k
+        again = from_circuit(c, net.steps)
         for l in again.lights.values():
             l.name = back.get(l.name, l.name)
         if again.same_as(m):
@@ -519,8 +525,15 @@ def read_maps(path: str) -> list[tuple[str, "object", bytes | None, dict | None]
             infos = {}
     if not contents.maps:
         raise MapError(f"{path}: no UDMF map in this WAD")
-    return [(mp.name, parse_textmap(mp.textmap, f"{path}:{mp.name}:TEXTMAP"), mp.behavior,
-             infos.get(mp.name)) for mp in contents.maps]
+    out = []
+    for mp in contents.maps:
+        info = infos.get(mp.name)
+        behavior = mp.behavior
+        if info and "embed" in info:  # a circuit embedded in someone's map: our library
+            behavior = lumps.get(info["embed"]["library"], behavior)
+        out.append((mp.name, parse_textmap(mp.textmap, f"{path}:{mp.name}:TEXTMAP"), behavior,
+                    info))
+    return out
 
 
 def extract_wad(path: str, map_name: str | None = None) -> Extracted:

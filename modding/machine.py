@@ -144,12 +144,14 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
     if behavior is None:
         raise MapError(f"{where}: no BEHAVIOR lump: not a VoodooNet machine")
     scripts = read_scripts(behavior)
+    base = int(info.get("infer_script", SCRIPT_INFER)) - SCRIPT_INFER if info else 0
+    if base:  # embedded in someone's map (modding/embed.py): our scripts are renumbered
+        scripts = {n - base: s for n, s in scripts.items() if n >= base}
     if SCRIPT_INFER not in scripts:
         raise MapError(f"{where}: BEHAVIOR has no script {SCRIPT_INFER} (the inference "
                        "script): not a VoodooNet machine")
     for num, s in scripts.items():
-        if s.error and (num in (SCRIPT_INFER, SCRIPT_BEGIN) or
-                        SCRIPT_INPUT_BASE <= num < SCRIPT_READ_BASE and s.argc):
+        if s.error and num in (SCRIPT_INFER, SCRIPT_BEGIN, *_input_scripts(scripts)):
             raise MapError(f"{where}: {s.error}\n    hint: the bus scripts must stay as the "
                            "compiler wrote them (rebuild the map)")
     bus = _read_bus(scripts)
@@ -176,6 +178,14 @@ def _val(v) -> int:
     return v[1]
 
 
+def _input_scripts(scripts) -> list[int]:
+    out = []
+    while SCRIPT_INPUT_BASE + len(out) in scripts and \
+            SCRIPT_INPUT_BASE + len(out) < SCRIPT_READ_BASE:
+        out.append(SCRIPT_INPUT_BASE + len(out))
+    return out
+
+
 def _read_bus(scripts) -> dict:
     """Resets, input slots, phases (door writes and releases), outputs, from the scripts."""
     out = {"reset": {}, "persistent": {}, "slot_of_array": {}, "n_inputs": 0, "source": {},
@@ -187,14 +197,12 @@ def _read_bus(scripts) -> dict:
                 if op.kind == "call" and op.name == "SetActorPosition":
                     x, y, z = (_val(a) / 65536 for a in op.args[1:4])
                     out["parks"][_val(op.args[0])] = (x, y, z)
-    k = 0
-    while SCRIPT_INPUT_BASE + k in scripts and SCRIPT_INPUT_BASE + k < SCRIPT_READ_BASE:
-        s = scripts[SCRIPT_INPUT_BASE + k]
+    for k, num in enumerate(_input_scripts(scripts)):
+        s = scripts[num]
         for op in s.ops:
             if op.kind == "assign" and op.args[0][0] == "array" and op.args[1][0] == "arg":
                 out["slot_of_array"][op.args[0][2]] = P.PUKE_ARGS * k + op.args[1][1]
         out["n_inputs"] += s.argc
-        k += 1
     _resets(scripts.get(SCRIPT_BEGIN), out["persistent"])
     _resets(scripts[SCRIPT_INFER], out["reset"])
     _phases(scripts[SCRIPT_INFER], out)
@@ -253,7 +261,12 @@ def _resets(script, into: dict) -> None:
 def _lights(tm: TextMap, bus) -> dict[int, MLight]:
     resets = {**bus["reset"], **bus["persistent"]}
     lights = {}
-    for i, sec in enumerate(tm.sectors):
+    # A light's own sector carries its comment; a sector someone else's map lets a light
+    # drive (an embedded circuit's light output) shares the tag but not the comment.
+    order = sorted(range(len(tm.sectors)), key=lambda i: not _LIGHT_COMMENT.search(
+        str(tm.sectors[i].get("comment", ""))))
+    for i in order:
+        sec = tm.sectors[i]
         tags = tm.sector_tags(i)
         if not tags or tags[0] not in resets or tags[0] in lights:
             continue

@@ -83,8 +83,10 @@ def diff(before: Machine, after: Machine) -> list[str]:
     for l in after.lanes:
         if l.tid in pa and pa[l.tid] != l.phase:
             out.append(f"doll {l.tid} rides in phase {pa[l.tid]} -> {l.phase}")
-    if before.outputs != after.outputs:
-        out.append(f"outputs: lights {before.outputs} -> {after.outputs}")
+    names = [[m.lights[t].name if t in m.lights else f"light {t}" for t in m.outputs]
+             for m in (before, after)]
+    if names[0] != names[1]:
+        out.append(f"outputs: {', '.join(names[0])} -> {', '.join(names[1])}")
     return out
 
 

@@ -304,3 +304,25 @@ def test_commands_fail_cleanly(tmp_path):
         assert r.returncode != 0 and needle in r.stderr and "Traceback" not in r.stderr, \
             (args, r.stderr)
     assert not os.path.exists(tmp_path / "o.wad")
+
+
+def test_an_embedded_circuit_is_extracted_and_verified_from_the_host_map(tmp_path):
+    """extract and verify read the machine from the host map plus our library (scripts
+    renumbered, tags above the host's), and the host's light-output sector (same tag, no
+    comment) is not mistaken for the lamp's own light."""
+    from dsl import load
+    from mapgen.circuit import lower
+    from modding.extract import extract_wad
+    from modding.verify import verify_map
+
+    wad = str(tmp_path / "mwh.wad")
+    embed(PEDALS, os.path.join(_scenarios(), "my_way_home.wad"), "MAP01", WIRING, wad)
+    ex = extract_wad(wad)
+    net = load(PEDALS)
+    c = lower(net)
+    names = {n.id: n.name for n in c.net.nodes}
+    assert sorted((l.name, l.role, l.reset) for l in ex.machine.lights.values()) == \
+        sorted((names[l.node], l.role, l.reset) for l in c.lights)
+    assert min(ex.machine.lights) == 100   # the next hundred above every tag of the host
+    rep = verify_map(wad, runs=4)
+    assert rep.changes == [] and rep.errors == [] and rep.exact is True, rep.engine
