@@ -19,7 +19,7 @@ def run(args) -> int:
     lines = sum(len(d.lines) + len(d.sets) for lane in m.lanes for d in lane.doors)
     summary = (f"{args.wad}: {len(m.lights)} lights, {len(m.lanes)} lanes, "
                f"{sum(len(l.doors) for l in m.lanes)} doors, {lines} weighted lines; "
-               "compiled again it builds the same machine")
+               + ex.verdict)
     if args.output:
         atomic_write(args.output, ex.text.encode())
         print(f"wrote {args.output}")
