@@ -73,6 +73,8 @@ def read_scripts(lump: bytes) -> dict[int, Script]:
             s.ops = _run(lump, addr, compact, num)
         except BehaviorError as e:  # a control script (a map's own UI): not part of the bus
             s.error = str(e)
+        except (IndexError, struct.error):
+            s.error = f"script {num}: its code runs past the end of the lump"
         scripts[num] = s
     return scripts
 

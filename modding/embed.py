@@ -192,6 +192,9 @@ def embed(circuit: str, into: str, map_name: str, wiring: str, out: str,
     from dsl.parser import read_text
 
     f = load_foreign(into, map_name)
+    if not any(int(t.get("type", 0)) == 1 for t in f.tm.things):
+        raise EmbedError(f"{into}:{map_name}: the map has no player 1 start; the last of our "
+                         "dolls would become the player\n    hint: add a player 1 start")
     ins, outs = parse_wiring(read_text(wiring), wiring)
     _door_heights(f.tm, outs)
     net = _load_circuit(circuit, outs)

@@ -179,7 +179,36 @@ def parse_textmap(text: str, where: str = "TEXTMAP") -> TextMap:
             m.namespace = str(value)
         else:
             m.globals[key] = value
+    _check_refs(m, where)
     return m
+
+
+def _check_refs(m: TextMap, where: str) -> None:
+    """Every field the geometry is read through exists and points inside the map."""
+    def bad(kind, i, what):
+        raise MapError(f"{where}: {kind} {i}: {what}\n    hint: the map is damaged; open "
+                       "and save it again in Ultimate Doom Builder or SLADE")
+
+    for i, v in enumerate(m.vertices):
+        if not all(isinstance(v.get(k), (int, float)) and not isinstance(v.get(k), bool)
+                   for k in ("x", "y")):
+            bad("vertex", i, "needs numbers x and y")
+    for i, ln in enumerate(m.linedefs):
+        for k, limit in (("v1", len(m.vertices)), ("v2", len(m.vertices)),
+                         ("sidefront", len(m.sidedefs))):
+            if not isinstance(ln.get(k), int) or not 0 <= ln[k] < limit:
+                bad("linedef", i, f"{k} = {ln.get(k)!r} is not one of the map's "
+                                  f"{limit} {'vertices' if k[0] == 'v' else 'sidedefs'}")
+        back = ln.get("sideback", -1)
+        if not isinstance(back, int) or back >= len(m.sidedefs):
+            bad("linedef", i, f"sideback = {back!r} is not one of the map's sidedefs")
+    for i, sd in enumerate(m.sidedefs):
+        if not isinstance(sd.get("sector"), int) or not 0 <= sd["sector"] < len(m.sectors):
+            bad("sidedef", i, f"sector = {sd.get('sector')!r} is not one of the map's "
+                              f"{len(m.sectors)} sectors")
+    for i, t in enumerate(m.things):
+        if not all(isinstance(t.get(k), (int, float)) for k in ("x", "y", "type")):
+            bad("thing", i, "needs x, y and type")
 
 
 # ------------------------------------------------------------------------- Hexen binary maps

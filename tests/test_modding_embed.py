@@ -326,3 +326,17 @@ def test_an_embedded_circuit_is_extracted_and_verified_from_the_host_map(tmp_pat
     assert min(ex.machine.lights) == 100   # the next hundred above every tag of the host
     rep = verify_map(wad, runs=4)
     assert rep.changes == [] and rep.errors == [] and rep.exact is True, rep.engine
+
+
+def test_a_map_without_a_player_start_is_refused(tmp_path):
+    from acs.testmap import room_textmap
+    from acs.wad import MapLump, write_wad
+
+    tm = parse_textmap(room_textmap())
+    tm.things = []
+    wad = str(tmp_path / "room.wad")
+    write_wad(wad, [MapLump("MAP01", tm.text())])
+    with pytest.raises(EmbedError) as e:
+        embed(PEDALS, wad, "MAP01", _wiring(tmp_path, "output lamp = light sector 0\n"),
+              str(tmp_path / "o.wad"))
+    assert "no player 1 start" in str(e.value)

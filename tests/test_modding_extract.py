@@ -142,3 +142,38 @@ def test_extract_equals_embedded_on_random_networks(seed, tmp_path):
     write_wad(wad, [m], net)
     ex = _check(wad, net, m.circuit, same_machine=False)
     _same_values(net, parse(ex.text, "extracted.dnet"), ex.names)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda t: t.replace("v1 = 5;", "v1 = 99999;", 1), "linedef"),
+    (lambda t: t.replace("sector = 0;", "sector = 77777;", 1), "sidedef 0"),
+    (lambda t: t.replace("vertex { x = ", "vertex { x = true; y2 = ", 1), "vertex 0"),
+    (lambda t: t[:len(t) // 2] + " @@", "not valid UDMF"),
+])
+def test_damaged_textmap_is_a_clear_error(edit, needle, tmp_path):
+    from modding.textmap import MapError
+    from modding.wadio import read_lumps, replace_textmap, write_lumps
+
+    net = load(os.path.join(ROOT, "circuits", "xor.dnet"))
+    m = compile_netlist(net)
+    wad = str(tmp_path / "x.wad")
+    write_wad(wad, [m], net)
+    bad = str(tmp_path / "bad.wad")
+    write_lumps(bad, replace_textmap(read_lumps(wad), "MAP01", edit(m.textmap)))
+    with pytest.raises(MapError) as e:
+        extract_wad(bad)
+    assert needle in str(e.value)
+
+
+def test_garbage_behavior_is_a_clear_error(tmp_path):
+    from modding.behavior import BehaviorError, read_scripts
+
+    lump = compile_netlist(load(os.path.join(ROOT, "circuits", "xor.dnet"))).behavior
+    for cut in (len(lump) // 3, len(lump) // 2):
+        try:
+            scripts = read_scripts(lump[:cut])
+        except BehaviorError:
+            continue
+        assert all(s.error or s.ops is not None for s in scripts.values())
+    with pytest.raises(BehaviorError):
+        read_scripts(b"NOTACS" + bytes(20))
