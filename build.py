@@ -26,6 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "museum": ("commands.museum", "build the walk-through digit museum map"),
     "mnist": ("commands.mnist", "train, quantise, tile and run MNIST in the engine"),
     "tictactoe": ("commands.tictactoe", "play X against dolls that play perfect O (a built program)"),
+    "extract": ("commands.extract", "read the netlist a map computes back from its geometry"),
+    "verify": ("commands.verify", "an edited WAD: diff, static checks and an engine run"),
+    "embed": ("commands.embed", "drop a circuit into your own map, wired to its switches"),
 }
 
 

@@ -216,16 +216,20 @@ def add_things(m: MapModel, geoms: list[LaneGeometry], names: dict[int, str],
     m.things.append(Thing(player[0], player[1], 1, angle=angle, comment="the player"))
 
 
-def build_layout(circuit: Circuit, title: str = "") -> Layout:
+def build_layout(circuit: Circuit, title: str = "", origin: tuple[float, float] = (0.0, 0.0)
+                 ) -> Layout:
+    """The standard map: lanes from `origin` up, the hall of lights below it, the conveyor
+    control below that (modding/embed.py moves the origin into a foreign map's free space)."""
     m = MapModel()
+    ox, oy = origin
     conveyor = conveyor_tag_for(circuit)
     names = {n.id: n.name for n in circuit.net.nodes}
-    geoms = place_lanes(circuit)
+    geoms = place_lanes(circuit, ox, oy)
     for g in geoms:
         emit_lane(m, g, conveyor)
-    tiles, hall_y0 = light_tiles(m, circuit.lights, names, 0.0, -128.0)
-    conveyor_control(m, conveyor, 0, hall_y0 - 96)
-    player = (40, hall_y0 + 40)
+    tiles, hall_y0 = light_tiles(m, circuit.lights, names, ox, oy - 128.0)
+    conveyor_control(m, conveyor, ox, hall_y0 - 96)
+    player = (ox + 40, hall_y0 + 40)
     add_things(m, geoms, names, player)
     return Layout(circuit, m, geoms, tiles, conveyor, player)
 
