@@ -49,6 +49,10 @@ def gate_range(gate, acc: Range) -> Range:
 def spike_ranges(gate: Spike, acc: Range, steps: int) -> tuple[Range, Range]:
     """(membrane range, spike output range) over `steps` time steps.
 
+    The membrane range covers every value the membrane holds at any moment of a step:
+    after integration (u), after a fire (the reset value, or u - threshold) and after the
+    leak.
+
     Iterates the interval update step by step and stops early at a fixed point, so a
     membrane that cannot grow without bound gets a tight range at any number of steps.
     """
@@ -72,7 +76,9 @@ def spike_ranges(gate: Spike, acc: Range, steps: int) -> tuple[Range, Range]:
         lo = min(p[0] for p in parts)
         hi = max(p[1] for p in parts)
         nv = Range(max(lo - gate.leak, 0), max(hi - gate.leak, 0))
-        seen = Range(min(seen.lo, nv.lo, u.lo), max(seen.hi, nv.hi, u.hi))
+        # The membrane holds u after integration, lo..hi after firing (a reset value may
+        # lie above u) and nv after the leak: the leak lane reads the middle one.
+        seen = Range(min(seen.lo, nv.lo, u.lo, lo), max(seen.hi, nv.hi, u.hi, hi))
         if nv.lo == v.lo and nv.hi == v.hi:
             break
         v = nv

@@ -20,3 +20,14 @@ def atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def short_int(value: int) -> str:
+    """An integer as text, never failing: Python refuses str() of ints over 4300 digits,
+    and a range of a thousand digits helps nobody. Huge values print as a power of ten."""
+    if value.bit_length() <= 200:
+        return str(value)
+    import math
+
+    exponent = int((value.bit_length() - 1) * math.log10(2))
+    return f"{'-' if value < 0 else ''}~10^{exponent}"

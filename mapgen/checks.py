@@ -135,6 +135,15 @@ def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
+def _split_hint(layout: Layout, more: str = "") -> str:
+    """Tiling carries values between maps, not membranes: a multi-step netlist (steps > 1)
+    cannot be split, so it is not told to."""
+    if layout.circuit.net.steps > 1:
+        return ("a spiking netlist (steps > 1) runs in one map: tiling cannot carry "
+                "membranes between maps; use fewer or narrower neurons")
+    return "split the network over several maps (tiles)" + (" " + more if more else "")
+
+
 def check_budgets(layout: Layout) -> list[Diagnostic]:
     out = []
     m = layout.model
@@ -143,23 +152,23 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if x0 < P.COORD_MIN or y0 < P.COORD_MIN or x1 > P.COORD_MAX or y1 > P.COORD_MAX:
         out.append(Diagnostic(where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
                                      f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}",
-                              "split the network over several maps (tiles) or shorten its "
-                              "lanes (smaller ranges, fewer relu levels)"))
+                              _split_hint(layout, "or shorten its lanes (smaller ranges, "
+                                                  "fewer relu levels)")))
     dolls = len(layout.lanes)
     if dolls > MAX_DOLLS:
         out.append(Diagnostic(where, f"{dolls} dolls in one map; the budget is {MAX_DOLLS}",
-                              "split the network over several maps (tiles)"))
+                              _split_hint(layout)))
     if len(m.sectors) > MAX_SECTORS:
         out.append(Diagnostic(where, f"{len(m.sectors)} sectors; the budget is {MAX_SECTORS}",
-                              "split the network over several maps (tiles)"))
+                              _split_hint(layout)))
     if len(m.lines) > MAX_LINES:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
-                              "split the network over several maps (tiles)"))
+                              _split_hint(layout)))
     top = max([l.tag for l in layout.circuit.lights] + [layout.conveyor_tag]
               + [g.lane.door_tag for g in layout.lanes] + list(layout.circuit.groups))
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
-                              "split the network over several maps (tiles)"))
+                              _split_hint(layout)))
     return out
 
 
