@@ -1,6 +1,10 @@
 """`build.py compile FILE -o wads/x.wad`: a netlist (.dnet or .json) into a playable WAD."""
 from __future__ import annotations
 
+import os
+
+from dsl.diagnostics import VoodooError
+
 
 def add_arguments(p) -> None:
     from commands.common import add_acc_option, add_tiles_option
@@ -15,16 +19,27 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from dsl import load
     from dsl.util import atomic_write
 
-    from commands.common import build_maps, default_wad
+    from commands.common import build_maps, check_tiles, default_wad, output_path, writing
     from mapgen.compile import write_wad
 
-    net, maps, tiles = build_maps(args.file, args.tiles, args.acc, args.title)
-    out = args.output or default_wad(net.name)
-    write_wad(out, maps, net, tiles)
+    check_tiles(args.tiles)
+    if args.output is not None:  # every path is checked before the (long) compile
+        output_path(args.output, sources=(args.file,))
+    if args.acs is not None:
+        output_path(args.acs, option="--acs", sources=(args.file, args.output))
+    net = load(args.file)
+    out = output_path(args.output, default_wad(net.name), sources=(args.file,))
+    if args.acs is not None and os.path.abspath(args.acs) == os.path.abspath(out):
+        raise VoodooError(f"--acs {args.acs}: the same file as the WAD")
+    net, maps, tiles = build_maps(net, args.tiles, args.acc, args.title)
     if args.acs:
-        atomic_write(args.acs, maps[0].acs.encode())
+        with writing(args.acs, "the ACS source"):
+            atomic_write(args.acs, maps[0].acs.encode())
+    with writing(out, "the WAD"):
+        write_wad(out, maps, net, tiles)
     print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else ""))
     for m in maps:
         print(m.report())
