@@ -20,17 +20,18 @@ def add_arguments(p) -> None:
                         "inputs and reference values (every node's with --all)")
 
 
-_VECTOR = re.compile(r"[+-]?[0-9]+(,[+-]?[0-9]+)*")
+_VECTOR = re.compile(r"\s*[+-]?[0-9]+(\s*,\s*[+-]?[0-9]+)*\s*")
 
 
 def parse_vector(text: str, what: str = "--input") -> list[int]:
     """'1,-2, 3' -> [1, -2, 3]. Only ASCII digits, one value between commas: Python's int()
     would also take '0_1' and other scripts' digits, and a stray ',,' is a typo."""
-    compact = text.replace(" ", "")
-    if not compact.isascii() or not _VECTOR.fullmatch(compact):
+    if not isinstance(text, str):  # argparse hands `--input=--` over as an empty list
+        text = ",".join(text)
+    if not text.isascii() or not _VECTOR.fullmatch(text):
         raise VoodooError(f"{what} '{text[:60]}': expected comma-separated integers, "
                           "e.g. 1,0,3 or -3,0,1")
-    values = compact.split(",")
+    values = [v.strip() for v in text.split(",")]
     if any(len(v.lstrip("+-").lstrip("0")) > 12 for v in values):
         raise VoodooError(f"{what} '{text[:60]}': a value is too large; inputs are "
                           "32-bit integers within their declared ranges")
