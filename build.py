@@ -36,6 +36,21 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+def _exit_on_signals() -> None:
+    """SIGTERM and SIGHUP end the command like Ctrl-C does: by unwinding, so every `with`
+    block closes its engines and removes its temporary files on the way out."""
+    import signal
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, stop)
+        except (ValueError, OSError):  # not the main thread (tests calling main())
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -53,14 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(rest)
     from dsl.diagnostics import VoodooError
 
+    _exit_on_signals()
+
     try:
         return int(module.run(args) or 0)
     except VoodooError as e:
         print(str(e), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM / SIGHUP (see _exit_on_signals)
+        by = str(e)
+        print("interrupted" + (f" ({by})" if by else ""), file=sys.stderr)
+        return {"SIGTERM": 143, "SIGHUP": 129}.get(by, 130)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
