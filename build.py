@@ -36,19 +36,22 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
-def _exit_on_signals() -> None:
+def _exit_on_signals() -> dict:
     """SIGTERM and SIGHUP end the command like Ctrl-C does: by unwinding, so every `with`
-    block closes its engines and removes its temporary files on the way out."""
+    block closes its engines and removes its temporary files on the way out. Returns the
+    handlers it replaced (main() puts them back: tests call it in-process)."""
     import signal
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
+    previous = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
-            signal.signal(sig, stop)
-        except (ValueError, OSError):  # not the main thread (tests calling main())
+            previous[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):  # not the main thread
             pass
+    return previous
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,9 +69,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"build.py {name}", description=text)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
-    from dsl.diagnostics import VoodooError
+    previous = _exit_on_signals()
+    try:
+        return _run(name, module, args)
+    finally:
+        import signal
 
-    _exit_on_signals()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(name: str, module, args) -> int:
+    from dsl.diagnostics import VoodooError
 
     try:
         return int(module.run(args) or 0)
