@@ -114,23 +114,10 @@ def test_same_input_builds_identical_wads(tmp_path):
 def test_spiking_sequences_in_engine(tmp_path):
     """A spiking netlist over its time steps: membranes persist between steps and a new
     sequence starts them afresh; every value and membrane exact at every step."""
-    from dsl.reference import evaluate
     net = load(os.path.join(ROOT, "circuits", "spike_counter.dnet"))
-    cm = compile_netlist(net)
-    path = os.path.join(str(tmp_path), "spike.wad")
-    write_wad(path, [cm])
-    low = lower_products(net)
     seqs = [[[1], [1], [1], [1], [0], [1], [1], [0], [1]], [[0]] * 9, [[1]] * 9,
             [[1], [0], [1], [1], [1], [0], [0], [1], [1]]]
-    with MapRunner(path, cm.manifest) as runner:
-        for xs in seqs:
-            ref = evaluate(net, [xs])
-            for t, x in enumerate(xs):
-                got = runner.infer(x, first=(t == 0))
-                assert got == ref.value[0, t, net.outputs].tolist(), (xs, t)
-                every = runner.read_all()
-                want = reference_labels(net, low, xs, step=t)
-                assert every == {k: want[k] for k in every} and len(every) == len(want)
+    run_sequences_exact(tmp_path, net, seqs)
 
 
 def test_wide_requantisation_climbs_ramps_exactly(tmp_path):

@@ -14,7 +14,6 @@ from mapgen import checks, circuit
 from mapgen.circuit import lower
 from mapgen.compile import compile_netlist
 from mapgen.layout import build_layout
-from mapgen.program import plan
 
 KERR0 = "network kerr0\ninput a : 0..2000\nneuron h : relu(s=1, max=2000) = a\noutput h\n"
 
