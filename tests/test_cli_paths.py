@@ -201,3 +201,11 @@ def test_netlist_files_that_are_not_regular_bom_and_eof_positions(tmp_path):
     assert f"{eof}:1:14: error: unexpected end of file" in cli("check", str(eof)).stderr
     eof.write_bytes(b"input a : 0..1\noutput\n\n\n")
     assert f"{eof}:2:7: error: unexpected end of file" in cli("check", str(eof)).stderr
+
+
+def test_acs_write_failure_leaves_no_wad(tmp_path):
+    """--acs fails only when written (/proc passes every check beforehand): the WAD, written
+    first to a temporary file, is not left behind either."""
+    r = cli("compile", XOR, "-o", str(tmp_path / "x.wad"), "--acs", "/proc/x.acs")
+    one_line_error(r, "/proc/x.acs: cannot write the ACS source")
+    assert os.listdir(tmp_path) == []
