@@ -114,16 +114,18 @@ def check_schema(doc, filename: str) -> None:
                 bad(f"{path}.{key}" if path else str(key)[:40], f"unknown key {str(key)[:40]!r}",
                     close or f"allowed here: {', '.join(sorted(allowed)) or 'only kind'}")
 
-    def large(value, path: str) -> None:
-        if isinstance(value, _TooLarge):
-            bad(path, f"number {value[:12]}... ({len(value)} digits) is too large",
-                "weights, biases and bounds are 32-bit integers")
-        elif isinstance(value, list):
-            for k, v in enumerate(value[:100_000]):
-                large(v, f"{path}[{k}]")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                large(v, f"{path}.{k}" if path else k)
+    def large(doc) -> None:  # iterative: JSON may nest as deep as its parser allows
+        todo = [(doc, "")]
+        while todo and len(out) < 100:
+            value, path = todo.pop()
+            if isinstance(value, _TooLarge):
+                bad(path, f"number {value[:12]}... ({len(value)} digits) is too large",
+                    "weights, biases and bounds are 32-bit integers")
+            elif isinstance(value, list):
+                todo.extend((v, f"{path}[{k}]") for k, v in reversed(list(enumerate(value))))
+            elif isinstance(value, dict):
+                todo.extend((v, f"{path}.{k}" if path else str(k))
+                            for k, v in reversed(list(value.items())))
 
     keys(doc, TOP_KEYS, "")
     name = doc.get("name")
@@ -134,18 +136,20 @@ def check_schema(doc, filename: str) -> None:
                             ("outputs", list, '["y"]')):
         if key in doc and not isinstance(doc[key], kind):
             bad(key, f"{key} must be {'a list' if kind is list else 'an object'}", hint)
-    for k, v in enumerate(doc.get("vectors") or []):
+    vectors = doc.get("vectors")
+    for k, v in enumerate(vectors if isinstance(vectors, list) else []):
         if not isinstance(v, dict):
             continue
         keys(v, VECTOR_KEYS, f"vectors[{k}]")
         g = v.get("gate")
-        if isinstance(g, dict) and g.get("kind") in GATE_KEYS:
+        kind = g.get("kind") if isinstance(g, dict) else None
+        if isinstance(kind, str) and kind in GATE_KEYS:
             keys(g, GATE_KEYS[g["kind"]] | {"kind"}, f"vectors[{k}].gate")
         elif isinstance(g, dict) and "kind" in g:
             bad(f"vectors[{k}].gate.kind", f"unknown gate {str(g['kind'])[:40]!r}",
                 did_you_mean(str(g["kind"]), sorted(GATE_KEYS)) or
                 f"gates are {', '.join(sorted(GATE_KEYS))}")
-    large(doc, "")
+    large(doc)
     if out:
         raise CompileError(out)
 
