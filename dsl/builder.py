@@ -22,6 +22,8 @@ class NetBuilder:
     def __init__(self, source: str = "<netlist>"):
         self.source = source
         self.diag = Collector()
+        self._output_set: set[int] = set()
+        self._hints = 0  # did-you-mean searches so far (each costs a scan of the names)
         self.name = ""
         self.steps = 1
         self.nodes: list[Node] = []
@@ -31,8 +33,6 @@ class NetBuilder:
         self.inputs: list[int] = []
         self.outputs: list[tuple[int, Pos]] = []
         self._pending_products: list[tuple[int, object, object, Pos]] = []
-        self._output_set: set[int] = set()
-        self._hints = 0  # did-you-mean searches so far (each costs a scan of the names)
 
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:

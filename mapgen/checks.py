@@ -135,13 +135,15 @@ def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _split_hint(layout: Layout, more: str = "") -> str:
+def _no_tiling_hint(layout: Layout, out: list[Diagnostic]) -> list[Diagnostic]:
     """Tiling carries values between maps, not membranes: a multi-step netlist (steps > 1)
-    cannot be split, so it is not told to."""
-    if layout.circuit.net.steps > 1:
-        return ("a spiking netlist (steps > 1) runs in one map: tiling cannot carry "
-                "membranes between maps; use fewer or narrower neurons")
-    return "split the network over several maps (tiles)" + (" " + more if more else "")
+    cannot be split, so its budget hints do not suggest it (tiles.py refuses it)."""
+    if layout.circuit.net.steps == 1:
+        return out
+    hint = ("a spiking netlist (steps > 1) runs in one map: tiling cannot carry membranes "
+            "between maps; use fewer or narrower neurons")
+    return [Diagnostic(d.pos, d.message, hint if "tiles" in d.hint else d.hint, d.severity)
+            for d in out]
 
 
 def check_budgets(layout: Layout) -> list[Diagnostic]:
@@ -152,24 +154,24 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if x0 < P.COORD_MIN or y0 < P.COORD_MIN or x1 > P.COORD_MAX or y1 > P.COORD_MAX:
         out.append(Diagnostic(where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
                                      f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}",
-                              _split_hint(layout, "or shorten its lanes (smaller ranges, "
-                                                  "fewer relu levels)")))
+                              "split the network over several maps (tiles) or shorten its "
+                              "lanes (smaller ranges, fewer relu levels)"))
     dolls = len(layout.lanes)
     if dolls > MAX_DOLLS:
         out.append(Diagnostic(where, f"{dolls} dolls in one map; the budget is {MAX_DOLLS}",
-                              _split_hint(layout)))
+                              "split the network over several maps (tiles)"))
     if len(m.sectors) > MAX_SECTORS:
         out.append(Diagnostic(where, f"{len(m.sectors)} sectors; the budget is {MAX_SECTORS}",
-                              _split_hint(layout)))
+                              "split the network over several maps (tiles)"))
     if len(m.lines) > MAX_LINES:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
-                              _split_hint(layout)))
+                              "split the network over several maps (tiles)"))
     top = max([l.tag for l in layout.circuit.lights] + [layout.conveyor_tag]
               + [g.lane.door_tag for g in layout.lanes] + list(layout.circuit.groups))
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
-                              _split_hint(layout)))
-    return out
+                              "split the network over several maps (tiles)"))
+    return _no_tiling_hint(layout, out)
 
 
 def run_all(layout: Layout, sched: Schedule) -> None:

@@ -114,10 +114,33 @@ def test_same_input_builds_identical_wads(tmp_path):
 def test_spiking_sequences_in_engine(tmp_path):
     """A spiking netlist over its time steps: membranes persist between steps and a new
     sequence starts them afresh; every value and membrane exact at every step."""
+    from dsl.reference import evaluate
     net = load(os.path.join(ROOT, "circuits", "spike_counter.dnet"))
     seqs = [[[1], [1], [1], [1], [0], [1], [1], [0], [1]], [[0]] * 9, [[1]] * 9,
             [[1], [0], [1], [1], [1], [0], [0], [1], [1]]]
     run_sequences_exact(tmp_path, net, seqs)
+
+
+def run_sequences_exact(tmp_path, net, seqs, name="seq.wad"):
+    """Each sequence from a fresh start, every output and light exact at every step;
+    returns the last step's outputs of each sequence."""
+    from dsl.reference import evaluate
+    cm = compile_netlist(net)
+    path = os.path.join(str(tmp_path), name)
+    write_wad(path, [cm])
+    low = lower_products(net)
+    last = []
+    with MapRunner(path, cm.manifest) as runner:
+        for xs in seqs:
+            ref = evaluate(net, [xs])
+            for t, x in enumerate(xs):
+                got = runner.infer(x, first=(t == 0))
+                assert got == ref.value[0, t, net.outputs].tolist(), (xs, t)
+                every = runner.read_all()
+                want = reference_labels(net, low, xs, step=t)
+                assert every == {k: want[k] for k in every} and len(every) == len(want)
+            last.append(got)
+    return last
 
 
 def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
@@ -142,24 +165,6 @@ def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
     assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
     xs = edge_and_random_inputs(net, 10, 5) + [[15, 0, 0], [0, 15, 15], [7, 7, 7], [15, 15, 0]]
     run_exact(tmp_path, net, xs)
-
-
-def run_sequences_exact(tmp_path, net, seqs, name="spk.wad"):
-    """Every sequence from a fresh start; every output, value and membrane at every step."""
-    from dsl.reference import evaluate
-    cm = compile_netlist(net)
-    path = os.path.join(str(tmp_path), name)
-    write_wad(path, [cm])
-    low = lower_products(net)
-    with MapRunner(path, cm.manifest) as runner:
-        for xs in seqs:
-            ref = evaluate(net, [xs])
-            for t, x in enumerate(xs):
-                got = runner.infer(x, first=(t == 0))
-                assert got == ref.value[0, t, net.outputs].tolist(), (xs, t)
-                every = runner.read_all()
-                want = reference_labels(net, low, xs, step=t)
-                assert every == {k: want[k] for k in every} and len(every) == len(want), (xs, t)
 
 
 def test_leak_after_reset_above_the_input_range(tmp_path):
