@@ -40,6 +40,24 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+def _exit_on_signals() -> dict:
+    """SIGTERM and SIGHUP end the command like Ctrl-C does: by unwinding, so every `with`
+    block closes its engines and removes its temporary files on the way out. Returns the
+    handlers it replaced (main() puts them back: tests call it in-process)."""
+    import signal
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -55,6 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"build.py {name}", description=text)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
+    previous = _exit_on_signals()
+    try:
+        return _run(name, module, args)
+    finally:
+        import signal
+
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(name: str, module, args) -> int:
     from dsl.diagnostics import VoodooError
 
     try:
@@ -62,9 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     except VoodooError as e:
         print(str(e), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM / SIGHUP (see _exit_on_signals)
+        by = str(e)
+        print("interrupted" + (f" ({by})" if by else ""), file=sys.stderr)
+        return {"SIGTERM": 143, "SIGHUP": 129}.get(by, 130)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0

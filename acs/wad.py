@@ -88,11 +88,15 @@ def _check_maps(path: str, maps) -> None:
 def atomic_output(path: str, suffix: str):
     """Yield a temporary file name beside `path`; it replaces `path` only if the block
     finishes, and is removed otherwise, so readers never see a half-written file."""
+    from dsl.util import new_file_mode
+
+    mode = new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix,
                                dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, mode)  # mkstemp makes 0600: the umask (or the replaced file) decides
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -7,6 +7,11 @@ from dsl.diagnostics import VoodooError
 
 
 def add_arguments(p) -> None:
+    p.epilog = ("check validates the netlist language (names, shapes, gate parameters, "
+                "weight limits, cycles) and prints its value ranges. Whether a valid "
+                "netlist fits one map (lanes of at most 1000 doors, light levels and plane "
+                "heights within -32768..32767, map budgets) is decided by compile, which "
+                "names every neuron that does not fit.")
     p.add_argument("files", nargs="+", help=".dnet or .json netlists")
     p.add_argument("--nodes", action="store_true", help="list every node with its ranges")
 

@@ -3,13 +3,35 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
-from mapgen.compile import ROOT, WADS, default_wad  # noqa: F401  (re-exported for commands)
+from mapgen.compile import ROOT, WADS  # noqa: F401  (re-exported for commands)
+
+
+def default_wad(net_name: str) -> str:
+    """wads/<network>.wad. A network name is a .dnet NAME (the JSON loader checks that
+    too), so it never leads outside wads/; checked again here because it becomes a path."""
+    import re
+
+    from dsl.diagnostics import VoodooError
+    from mapgen.compile import default_wad as in_wads
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", net_name):
+        raise VoodooError(f"network name {net_name[:40]!r} cannot name a file; pass -o FILE")
+    return in_wads(net_name)
 
 
 def add_acc_option(p) -> None:
     p.add_argument("--acc", choices=("internal", "external"), default="internal",
                    help="ACS compiler: ours (default) or the real acc on PATH / $ACC")
+
+
+def allow_negative_vectors(p) -> None:
+    """Let `--input -3,0,1` through: argparse takes an argument starting with '-' for an
+    option unless it looks like a negative number, and its idea of one has no commas."""
+    import re
+
+    p._negative_number_matcher = re.compile(r"^-[0-9][0-9,\s+-]*$|^-\d*\.\d+$")
 
 
 def add_tiles_option(p) -> None:
@@ -18,21 +40,85 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
-def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None):
-    """(netlist, compiled maps, tiles or None) for a netlist file."""
-    from dsl import load
+def check_tiles(tiles: str | None) -> int | str | None:
+    """--tiles N|auto, validated before any work: None, 'auto' or a number >= 1."""
     from dsl.diagnostics import VoodooError
+
+    if tiles is None or tiles == "auto":
+        return tiles
+    if not (tiles.isascii() and tiles.isdigit() and 1 <= int(tiles) <= 4096):
+        raise VoodooError(f"--tiles {tiles}: give a number of maps (1, 2, ...) or 'auto'")
+    return int(tiles)
+
+
+def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None = None):
+    """(netlist, compiled maps, tiles or None) for a netlist file (or a loaded netlist)."""
+    from dsl import load
 
     from mapgen.compile import compile_netlist
     from mapgen.tiles import compile_tiles, plan_tiles
 
-    net = load(path)
-    if tiles is None:
+    n_tiles = check_tiles(tiles)
+    net = load(path) if isinstance(path, str) else path
+    if n_tiles is None:
         return net, [compile_netlist(net, title=title, acc=acc)], None
-    if tiles != "auto" and not (tiles.isdigit() and int(tiles) >= 1):
-        raise VoodooError(f"--tiles {tiles}: give a number of maps (1, 2, ...) or 'auto'")
-    plan = plan_tiles(net, n_tiles=None if tiles == "auto" else int(tiles))
+    plan = plan_tiles(net, n_tiles=None if n_tiles == "auto" else n_tiles)
     return net, compile_tiles(plan, title or net.name, acc=acc), plan
+
+
+def output_path(path: str | None, default: str | None = None, *, option: str = "-o",
+                sources: tuple = ()) -> str:
+    """Check where an output will go before any work is done: one line naming the path
+    for an empty name, a directory, a missing or non-directory parent, a directory we
+    cannot write in, or an output that would replace one of the command's own inputs."""
+    from dsl.diagnostics import VoodooError
+
+    if path is None:
+        if default is None:
+            raise VoodooError(f"{option}: give an output file")
+        os.makedirs(os.path.dirname(os.path.abspath(default)), exist_ok=True)
+        path = default
+    if path == "" or path.endswith(os.sep):
+        raise VoodooError(f"{option} '{path}': give a file name")
+    full = os.path.abspath(path)
+    parent = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise VoodooError(f"{option} {path}: is a directory; give a file name")
+    if not os.path.exists(parent):
+        missing = parent
+        while not os.path.exists(os.path.dirname(missing)):
+            missing = os.path.dirname(missing)
+        raise VoodooError(f"{option} {path}: directory {missing} does not exist; create it "
+                          "first or write elsewhere")
+    if not os.path.isdir(parent):
+        raise VoodooError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise VoodooError(f"{option} {path}: cannot write in {parent} (permission denied)")
+    if os.path.exists(full) and not os.path.isfile(full):
+        raise VoodooError(f"{option} {path}: not a regular file; give a file name")
+    for src in sources:
+        if src and (full == os.path.abspath(src) or _same_file(full, src)):
+            raise VoodooError(f"{option} {path}: the output would overwrite the input {src}")
+    return path
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+@contextmanager
+def writing(path: str, what: str = "the output"):
+    """Turn an OS error while writing `path` (full disk, immutable or read-only directory,
+    /proc) into one line naming it; the atomic writers leave nothing behind."""
+    from dsl.diagnostics import VoodooError
+
+    try:
+        yield
+    except OSError as e:
+        raise VoodooError(f"{path}: cannot write {what}: {e.strerror or e}") from None
 
 
 def progress(iterable, total: int, desc: str):

@@ -1,46 +1,89 @@
 """`build.py eval FILE --input 1,0,3`: the exact integer reference outputs of a netlist."""
 from __future__ import annotations
 
+import re
+
 from dsl.diagnostics import VoodooError
 
 
 def add_arguments(p) -> None:
+    from commands.common import allow_negative_vectors
+
+    allow_negative_vectors(p)
     p.add_argument("file")
     p.add_argument("--input", "-i", action="append", required=True,
                    help="comma-separated input values (repeat for each time step, or for "
                         "several samples of a one-step netlist)")
     p.add_argument("--all", action="store_true", help="print every node, not only outputs")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: network, output names and, per sample, its "
+                        "inputs and reference values (every node's with --all)")
+
+
+_VECTOR = re.compile(r"\s*[+-]?[0-9]+(\s*,\s*[+-]?[0-9]+)*\s*")
 
 
 def parse_vector(text: str, what: str = "--input") -> list[int]:
-    try:
-        return [int(v) for v in text.replace(" ", "").split(",") if v != ""]
-    except ValueError:
-        raise VoodooError(f"{what} '{text}': expected comma-separated integers, e.g. 1,0,3") from None
+    """'1,-2, 3' -> [1, -2, 3]. Only ASCII digits, one value between commas: Python's int()
+    would also take '0_1' and other scripts' digits, and a stray ',,' is a typo."""
+    if not isinstance(text, str):  # argparse hands `--input=--` over as an empty list
+        text = ",".join(text)
+    if not text.isascii() or not _VECTOR.fullmatch(text):
+        raise VoodooError(f"{what} '{text[:60]}': expected comma-separated integers, "
+                          "e.g. 1,0,3 or -3,0,1")
+    values = [v.strip() for v in text.split(",")]
+    if any(len(v.lstrip("+-").lstrip("0")) > 12 for v in values):
+        raise VoodooError(f"{what} '{text[:60]}': a value is too large; inputs are "
+                          "32-bit integers within their declared ranges")
+    return [int(v) for v in values]
+
+
+def check_vector(net, x: list[int], what: str = "--input") -> None:
+    """The right number of values, each inside its input's declared range."""
+    if len(x) != len(net.inputs):
+        names = ", ".join(net.nodes[i].name for i in net.inputs[:8])
+        raise VoodooError(f"{what} {','.join(map(str, x))[:60]}: {len(x)} values, but "
+                          f"{net.source} has {len(net.inputs)} inputs ({names}"
+                          f"{', ...' if len(net.inputs) > 8 else ''})")
+    for (lo, hi), v, nid in zip(net.input_ranges(), x, net.inputs):
+        if not lo <= v <= hi:
+            raise VoodooError(f"{what}: {net.nodes[nid].name} = {v} is outside its "
+                              f"declared range {lo}..{hi}")
 
 
 def run(args) -> int:
     from dsl import load
     from dsl.reference import evaluate
 
-    net = load(args.file)
     rows = [parse_vector(t) for t in args.input]
+    net = load(args.file)
     for r in rows:
-        if len(r) != len(net.inputs):
-            raise VoodooError(f"--input {','.join(map(str, r))}: {len(r)} values, but "
-                              f"{net.source} has {len(net.inputs)} inputs "
-                              f"({', '.join(net.nodes[i].name for i in net.inputs)})")
+        check_vector(net, r)
     samples = [rows] if net.steps > 1 else [[r] for r in rows]
     if net.steps > 1 and len(rows) != net.steps:
         raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once per step")
     res = evaluate(net, samples)
-    names = [net.nodes[o].name for o in net.outputs]
+    shown = [n.id for n in net.nodes] if args.all else list(net.outputs)
+    names = [net.nodes[i].name for i in shown]
+    if args.json:
+        print(json_report(net, samples, res, shown))
+        return 0
     for b in range(len(samples)):
         for t in range(net.steps):
             prefix = f"step {t}: " if net.steps > 1 else f"input {','.join(map(str, samples[b][0]))}: "
             vals = res.value[b, t]
-            if args.all:
-                print(prefix + " ".join(f"{n.name}={int(vals[n.id])}" for n in net.nodes))
-            else:
-                print(prefix + " ".join(f"{n}={int(vals[o])}" for n, o in zip(names, net.outputs)))
+            print(prefix + " ".join(f"{n}={int(vals[i])}" for n, i in zip(names, shown)))
     return 0
+
+
+def json_report(net, samples, res, shown) -> str:
+    """--json: the reference values of the shown nodes, per sample (and per step)."""
+    import json
+
+    results = []
+    for b, seq in enumerate(samples):
+        vals = [[int(res.value[b, t, i]) for i in shown] for t in range(net.steps)]
+        results.append({"inputs": seq if net.steps > 1 else seq[0],
+                        "reference": vals if net.steps > 1 else vals[0]})
+    return json.dumps({"network": net.name, "source": net.source, "steps": net.steps,
+                       "names": [net.nodes[i].name for i in shown], "results": results})

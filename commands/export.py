@@ -13,11 +13,17 @@ def run(args) -> int:
     from dsl import load
     from dsl.jsonio import dumps
 
+    if args.output is not None:
+        from commands.common import output_path
+
+        output_path(args.output, sources=(args.file,))
     text = dumps(load(args.file)) + "\n"
-    if args.output:
+    if args.output is not None:
+        from commands.common import writing
         from dsl.util import atomic_write
 
-        atomic_write(args.output, text.encode())
+        with writing(args.output, "the JSON"):
+            atomic_write(args.output, text.encode())
     else:
         print(text, end="")
     return 0

@@ -10,24 +10,29 @@ def add_arguments(p) -> None:
     p.add_argument("--size", type=int, default=2400, help="longest side in pixels")
 
 
+MAX_SIZE = 16384
+
+
 def run(args) -> int:
     from dsl import load
-    from commands.eval import parse_vector
+    from commands.common import output_path, writing
+    from commands.eval import check_vector, parse_vector
     from dsl.diagnostics import VoodooError
 
     from mapgen.circuit import lower, simulate
     from mapgen.layout import build_layout
     from mapgen.render import render, save_png
 
+    if not 16 <= args.size <= MAX_SIZE:
+        raise VoodooError(f"--size {args.size}: give 16..{MAX_SIZE} pixels")
+    output_path(args.output, sources=(args.file,))
+    x = None if args.input is None else parse_vector(args.input)
     net = load(args.file)
+    if x is not None:
+        check_vector(net, x)
     layout = build_layout(lower(net))
-    values = x = None
-    if args.input:
-        x = parse_vector(args.input)
-        if len(x) != len(net.inputs):
-            raise VoodooError(f"--input: {len(x)} values, but {net.source} has "
-                              f"{len(net.inputs)} inputs")
-        values = simulate(layout.circuit, x)
-    save_png(render(layout, values, x, max_size=args.size), args.output)
+    values = None if x is None else simulate(layout.circuit, x)
+    with writing(args.output, "the PNG"):
+        save_png(render(layout, values, x, max_size=args.size), args.output)
     print(f"{args.output}: {len(layout.lanes)} lanes, {len(layout.circuit.lights)} lights")
     return 0

@@ -1,11 +1,22 @@
 """`build.py run FILE --input 1,0,3`: run a netlist (compiled first) or a VoodooNet WAD in the
-engine and compare every output with the integer reference."""
+engine and compare every output with the integer reference.
+
+Every argument is checked before anything is compiled or written; the exit status tells a
+refusal from a wrong answer (see EXIT_HELP)."""
 from __future__ import annotations
+
+EXIT_EXACT, EXIT_REFUSED, EXIT_MISMATCH = 0, 1, 4
+EXIT_HELP = ("exit status: 0 every output EXACT; 1 refused (bad arguments or input values, a "
+             "netlist the compiler refuses, a damaged WAD, an engine that does not answer); "
+             "2 command-line usage; 3 internal error (a bug of ours); 4 MISMATCH (the engine "
+             "disagreed with the reference on some output)")
 
 
 def add_arguments(p) -> None:
-    from commands.common import add_acc_option, add_tiles_option
+    from commands.common import add_acc_option, add_tiles_option, allow_negative_vectors
 
+    allow_negative_vectors(p)
+    p.epilog = EXIT_HELP
     p.add_argument("file", help=".dnet or .json netlist, or a WAD built by `compile`")
     p.add_argument("--input", "-i", action="append", default=[],
                    help="comma-separated input values (repeat for several inferences, or for "
@@ -15,6 +26,9 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--debug", action="store_true",
                    help="read back every node and name the first one that differs (one map)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object instead of text: inputs, engine and reference "
+                        "values, verdict and tics of every inference")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
     add_tiles_option(p)
     add_acc_option(p)
@@ -37,58 +51,103 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 
 def run(args) -> int:
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
-                       debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc)
+                       debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
+                       as_json=args.json)
+
+
+def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> list:
+    """Everything that needs no netlist, checked first: the parsed --input rows."""
+    from commands.common import check_tiles, output_path
+    from commands.eval import parse_vector
+    from dsl.diagnostics import VoodooError
+
+    if random < 0 or random > 1_000_000:
+        raise VoodooError(f"--random {random}: give 0..1000000 random inputs")
+    if not 0 <= seed < 2**63:
+        raise VoodooError(f"--seed {seed}: give a seed of 0 or more")
+    check_tiles(tiles)
+    if file.lower().endswith(".wad"):
+        if tiles is not None or output is not None:
+            flag = "--tiles" if tiles is not None else "-o"
+            raise VoodooError(f"{flag}: {file} is already compiled; {flag} applies when "
+                              "running a netlist (.dnet or .json)")
+    elif output is not None:
+        output_path(output, sources=(file,))
+    return [parse_vector(t) for t in inputs]
 
 
 def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
                 output: str | None = None, tiles: str | None = None,
-                acc: str = "internal") -> int:
+                acc: str = "internal", as_json: bool = False) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
-    from commands.eval import parse_vector
+    from commands.common import build_maps, default_wad, output_path, writing
+    from commands.eval import check_vector
+    from dsl import load
     from dsl.diagnostics import VoodooError
-
-    from commands.common import build_maps, default_wad
     from mapgen.compile import load_wad, write_wad
 
-    if file.lower().endswith(".wad"):
-        loaded = load_wad(file)
-        net, out = loaded.net, file
-    else:
-        net, maps, plan = build_maps(file, tiles, acc)
-        out = output or default_wad(net.name)
-        write_wad(out, maps, net, plan)
-        loaded = load_wad(out)
-    rows = [parse_vector(t) for t in inputs] + random_inputs(
-        net, random * (net.steps if net.steps > 1 else 1), seed)
+    rows = _check_options(file, inputs, random, seed, output, tiles)
+    wad = file.lower().endswith(".wad")
+    loaded = load_wad(file) if wad else None
+    net = loaded.net if wad else load(file)
+    rows += random_inputs(net, random * (net.steps if net.steps > 1 else 1), seed)
     if not rows:
         raise VoodooError("give at least one --input (or --random N)")
     for r in rows:
-        if len(r) != len(net.inputs):
-            raise VoodooError(f"--input {','.join(map(str, r))}: {len(r)} values, but "
-                              f"{net.source} has {len(net.inputs)} inputs")
-        for (lo, hi), v, nid in zip(net.input_ranges(), r, net.inputs):
-            if not lo <= v <= hi:
-                raise VoodooError(f"--input: {net.nodes[nid].name} = {v} is outside its "
-                                  f"declared range {lo}..{hi}")
-    names = [net.nodes[o].name for o in net.outputs]
-    tics = sum(i["inference_tics"] for i in loaded.infos)
-    print(f"{out}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
-          f"{', '.join(names)}")
+        check_vector(net, r)
+    if net.steps > 1 and len(rows) != net.steps:
+        raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once per step")
+    if not wad:
+        out = output_path(output, default_wad(net.name), sources=(file,))
+        net, maps, plan = build_maps(net, tiles, acc)
+        with writing(out, "the WAD"):
+            write_wad(out, maps, net, plan)
+        loaded = load_wad(out)
     results = _run_one_map(loaded, rows, debug) if len(loaded.infos) == 1 else \
         _run_tiled(loaded, rows)
-    exact = 0
+    exact = sum(c.exact for c in results)
+    tics = sum(i["inference_tics"] + 1 for i in loaded.infos)
+    if as_json:
+        print(_json_report(loaded, results, tics))
+    else:
+        _print_report(loaded, results)
+    return EXIT_EXACT if exact == len(rows) else EXIT_MISMATCH
+
+
+def _print_report(loaded, results) -> None:
     from commands.common import format_row
+
+    net = loaded.net
+    names = [net.nodes[o].name for o in net.outputs]
+    tics = sum(i["inference_tics"] for i in loaded.infos)
+    print(f"{loaded.path}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
+          f"{', '.join(names)}")
     for c in results:
         print(format_row(c.inputs, c.engine, c.reference)
               + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
-        exact += c.exact
-    print(f"{exact}/{len(rows)} {'EXACT' if exact == len(rows) else 'MISMATCH'}")
-    return 0 if exact == len(rows) else 1
+    exact = sum(c.exact for c in results)
+    print(f"{exact}/{len(results)} {'EXACT' if exact == len(results) else 'MISMATCH'}")
+
+
+def _json_report(loaded, results, tics: int) -> str:
+    import json
+
+    net = loaded.net
+    exact = sum(c.exact for c in results)
+    return json.dumps({
+        "wad": loaded.path, "network": net.name, "maps": len(loaded.infos),
+        "steps": net.steps, "outputs": [net.nodes[o].name for o in net.outputs],
+        "results": [{"inputs": c.inputs, "engine": [int(v) for v in c.engine],
+                     "reference": [int(v) for v in c.reference],
+                     "verdict": "EXACT" if c.exact else "MISMATCH",
+                     "first_divergence": c.first_divergence, "tics": tics}
+                    for c in results],
+        "exact": exact, "total": len(results),
+        "verdict": "EXACT" if exact == len(results) else "MISMATCH"})
 
 
 def _run_one_map(loaded, rows, debug):
-    from dsl.diagnostics import VoodooError
     from dsl.lower import lower_products
 
     from commands.common import progress
@@ -99,9 +158,6 @@ def _run_one_map(loaded, rows, debug):
     with MapRunner(loaded.path, loaded.infos[0]) as runner:
         if net.steps > 1:
             # A spiking netlist: the inputs are one sequence, a row per time step.
-            if len(rows) != net.steps:
-                raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once "
-                                  "per step")
             return compare_sequence(runner, net, lowered, rows, debug=debug)
         return [compare(runner, net, lowered, x, debug=debug)
                 for x in progress(rows, len(rows), "inferences")]

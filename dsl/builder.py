@@ -13,6 +13,8 @@ from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, WEIGHT_LIMIT, Gate, Identity,
                  Netlist, Node, Product, Relu, Spike, Step, element_name)
 from .ranges import analyse
 
+MAX_HINTS = 50
+
 # -------------------------------------------------------------------------------- builder
 class NetBuilder:
     """Builds a Netlist from declarations, collecting every problem with its position."""
@@ -20,6 +22,8 @@ class NetBuilder:
     def __init__(self, source: str = "<netlist>"):
         self.source = source
         self.diag = Collector()
+        self._output_set: set[int] = set()
+        self._hints = 0  # did-you-mean searches so far (each costs a scan of the names)
         self.name = ""
         self.steps = 1
         self.nodes: list[Node] = []
@@ -36,6 +40,14 @@ class NetBuilder:
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
         self.diag.error(pos, message, hint)
+
+    def _suggest(self, name: str) -> str:
+        """A did-you-mean hint for the first MAX_HINTS unknown names: thousands of unknown
+        names must not each scan every declared name."""
+        if self._hints >= MAX_HINTS:
+            return ""
+        self._hints += 1
+        return did_you_mean(name, self.groups)
 
     def _int(self, value: int, pos: Pos, what: str, limit: int = INT_LIMIT) -> int:
         if abs(value) > limit:
@@ -91,7 +103,7 @@ class NetBuilder:
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
         """One node from `name` or `name[i]`."""
         if group not in self.groups:
-            self.error(pos, f"unknown name '{group}'", did_you_mean(group, self.groups)
+            self.error(pos, f"unknown name '{group}'", self._suggest(group)
                        or "declare it with 'input' or 'neuron' first")
             return None
         ids = self.groups[group]
@@ -114,7 +126,7 @@ class NetBuilder:
                        single: bool = False) -> list[int] | None:
         """Several nodes from `name`, `name[i]` (single=True) or `name[a:b]`."""
         if group not in self.groups:
-            self.error(pos, f"unknown name '{group}'", did_you_mean(group, self.groups)
+            self.error(pos, f"unknown name '{group}'", self._suggest(group)
                        or "declare it with 'input' or 'neuron' first")
             return None
         ids = self.groups[group]
@@ -169,11 +181,12 @@ class NetBuilder:
             self.nodes[dst].bias += bias
 
     def add_output(self, node: int, pos: Pos) -> None:
-        if any(o == node for o, _ in self.outputs):
+        if node in self._output_set:  # a set: `output x` of a 80,000-vector is linear
             self.error(pos, f"'{self.nodes[node].name}' is listed as an output twice",
                        "name each output once")
             return
         self.outputs.append((node, pos))
+        self._output_set.add(node)
 
     def set_steps(self, steps: int, pos: Pos) -> None:
         if not 1 <= steps <= MAX_STEPS:

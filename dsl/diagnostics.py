@@ -76,9 +76,16 @@ class Collector:
             raise CompileError(list(self.items))
 
 
+MAX_CANDIDATES = 500
+
+
 def did_you_mean(name: str, candidates) -> str:
-    """A 'did you mean' hint for an unknown name, or '' when nothing is close."""
+    """A 'did you mean' hint for an unknown name, or '' when nothing is close. Only names
+    of about the same length can be close (ratio >= 0.6), and at most MAX_CANDIDATES of
+    them are compared, so one hint costs a bounded amount of work."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    n = len(name)
+    near = [c for c in candidates if 0.6 * n / 1.4 <= len(c) <= n * 1.4 / 0.6 + 1]
+    close = difflib.get_close_matches(name, near[:MAX_CANDIDATES], n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""

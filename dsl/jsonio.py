@@ -16,13 +16,33 @@ from __future__ import annotations
 import json
 import re
 
-from .diagnostics import CompileError, Diagnostic, Pos
+from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
 from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1
-_ELEMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d{1,9})\])?$")
+# fullmatch, never `$`: `$` also matches before a trailing newline ("zz\n").
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,99})(?:\[([0-9]{1,9})\])?")
+MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
+
+# The schema of the JSON form: the keys each object may have. Types and values are checked
+# where they are read (below, and by the NetBuilder), each error naming its JSON path.
+TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs"}
+VECTOR_KEYS = {"name", "size", "gate"}
+GATE_KEYS = {"input": {"lo", "hi"}, "identity": set(), "relu": {"s", "max"}, "step": {"t"},
+             "lut": {"lo", "table"}, "product": {"a", "b"},
+             "spike": {"threshold", "leak", "reset", "init"}}
+
+
+class _TooLarge(str):
+    """A JSON integer literal too long to be any valid value (kept as text: converting a
+    5,000-digit literal is what Python refuses)."""
+
+
+def _parse_int(text: str):
+    return _TooLarge(text) if len(text.lstrip("-").lstrip("0")) > MAX_DIGITS else int(text)
 
 
 def gate_to_json(gate, net: Netlist | None = None) -> dict:
@@ -69,7 +89,7 @@ def load_file(path: str) -> Netlist:
 
 def loads(text: str, filename: str = "<json>") -> Netlist:
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise CompileError([Diagnostic(Pos(filename, e.lineno, e.colno),
                                        f"invalid JSON: {e.msg}", "check the JSON syntax")]) from None
@@ -77,6 +97,61 @@ def loads(text: str, filename: str = "<json>") -> Netlist:
         raise CompileError([Diagnostic(Pos(filename, 1, 1), "JSON nested too deeply",
                                        "a netlist is at most a few levels deep")]) from None
     return from_json(doc, filename)
+
+
+def check_schema(doc, filename: str) -> None:
+    """Unknown keys, numbers too large to read, unsafe names and the wrong container
+    types, all reported at once with their JSON paths, before anything is built."""
+    out: list[Diagnostic] = []
+
+    def bad(path: str, msg: str, hint: str) -> None:
+        out.append(Diagnostic(Pos(f"{filename}:{path}" if path else filename), msg, hint))
+
+    def keys(obj, allowed: set, path: str) -> None:
+        for key in obj:
+            if key not in allowed:
+                close = did_you_mean(str(key), sorted(allowed))
+                bad(f"{path}.{key}" if path else str(key)[:40], f"unknown key {str(key)[:40]!r}",
+                    close or f"allowed here: {', '.join(sorted(allowed)) or 'only kind'}")
+
+    def large(doc) -> None:  # iterative: JSON may nest as deep as its parser allows
+        todo = [(doc, "")]
+        while todo and len(out) < 100:
+            value, path = todo.pop()
+            if isinstance(value, _TooLarge):
+                bad(path, f"number {value[:12]}... ({len(value)} digits) is too large",
+                    "weights, biases and bounds are 32-bit integers")
+            elif isinstance(value, list):
+                todo.extend((v, f"{path}[{k}]") for k, v in reversed(list(enumerate(value))))
+            elif isinstance(value, dict):
+                todo.extend((v, f"{path}.{k}" if path else str(k))
+                            for k, v in reversed(list(value.items())))
+
+    keys(doc, TOP_KEYS, "")
+    name = doc.get("name")
+    if name is not None and not (isinstance(name, str) and _NAME.fullmatch(name)):
+        bad("name", f"network name {str(name)[:40]!r} is not a name",
+            "letters, digits and _, not starting with a digit (it names the WAD file)")
+    for key, kind, hint in (("lines", list, '[["x[0]", "h[1]", -2]]'), ("bias", dict, '{"h[0]": -1}'),
+                            ("outputs", list, '["y"]')):
+        if key in doc and not isinstance(doc[key], kind):
+            bad(key, f"{key} must be {'a list' if kind is list else 'an object'}", hint)
+    vectors = doc.get("vectors")
+    for k, v in enumerate(vectors if isinstance(vectors, list) else []):
+        if not isinstance(v, dict):
+            continue
+        keys(v, VECTOR_KEYS, f"vectors[{k}]")
+        g = v.get("gate")
+        kind = g.get("kind") if isinstance(g, dict) else None
+        if isinstance(kind, str) and kind in GATE_KEYS:
+            keys(g, GATE_KEYS[g["kind"]] | {"kind"}, f"vectors[{k}].gate")
+        elif isinstance(g, dict) and "kind" in g:
+            bad(f"vectors[{k}].gate.kind", f"unknown gate {str(g['kind'])[:40]!r}",
+                did_you_mean(str(g["kind"]), sorted(GATE_KEYS)) or
+                f"gates are {', '.join(sorted(GATE_KEYS))}")
+    large(doc)
+    if out:
+        raise CompileError(out)
 
 
 def from_json(doc, filename: str = "<json>") -> Netlist:
@@ -94,7 +169,8 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     if doc.get("version") != VERSION:
         raise CompileError([Diagnostic(Pos(filename), f"unsupported version {doc.get('version')!r}",
                                        f"this tool reads version {VERSION}")])
-    b.name = str(doc.get("name", ""))
+    check_schema(doc, filename)
+    b.name = doc.get("name") or ""
     steps = doc.get("steps", 1)
     if isinstance(steps, int) and not isinstance(steps, bool):
         b.set_steps(steps, at("steps"))
@@ -105,7 +181,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
         return isinstance(v, int) and not isinstance(v, bool)
 
     def element(ref, path: str):
-        m = _ELEMENT.match(ref) if isinstance(ref, str) else None
+        m = _ELEMENT.fullmatch(ref) if isinstance(ref, str) else None
         if not m:
             bad(path, f"bad element reference {ref!r}", 'write "x[3]" or "y"')
             return None
@@ -119,7 +195,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     for k, v in enumerate(vectors):
         path = f"vectors[{k}]"
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) \
-                or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", v["name"]):
+                or not _NAME.fullmatch(v["name"]):
             bad(path, "a vector needs a name", '{"name": "h", "size": 16, "gate": {...}}')
             continue
         size = v.get("size")
@@ -179,7 +255,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     for name, a, c, gpos in products:
         b.declare_product(name, a, c, gpos)
 
-    for k, line in enumerate(doc.get("lines", [])):
+    for k, line in enumerate(doc.get("lines") or []):
         path = f"lines[{k}]"
         if not (isinstance(line, list) and len(line) == 3 and is_int(line[2])):
             bad(path, "a line is [source, destination, weight]", '["x[0]", "h[1]", -2]')

@@ -42,8 +42,17 @@ def _parser() -> Lark:
 
 
 def read_text(path: str) -> str:
+    """A netlist file's text: a regular file of at most MAX_BYTES (a device or a FIFO would
+    read forever), UTF-8 with or without a byte-order mark."""
+    import stat
+
     try:
-        size = os.path.getsize(path)
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise CompileError([Diagnostic(Pos(path), what,
+                                           "give the path of a .dnet or .json file")])
+        size = info.st_size
         if size > MAX_BYTES:
             raise CompileError([Diagnostic(Pos(path), f"file is {size} bytes",
                                            f"a netlist file holds at most {MAX_BYTES} bytes")])
@@ -52,7 +61,7 @@ def read_text(path: str) -> str:
     except OSError as e:
         raise CompileError([Diagnostic(Pos(path), f"cannot read file: {e.strerror}",
                                        "check the path")]) from None
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def parse_file(path: str) -> Netlist:
@@ -87,19 +96,26 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str) -> Diagnost
                           "a .dnet file holds statements like 'input x[2] : 0..1' "
                           "(see docs/dnet.md)")
     if isinstance(e, UnexpectedEOF):
-        lines = text.splitlines() or [""]
-        return Diagnostic(Pos(filename, len(lines), len(lines[-1]) + 1),
-                          "unexpected end of file", "a statement is unfinished")
+        return Diagnostic(_end_pos(text, filename), "unexpected end of file",
+                          "a statement is unfinished")
     if isinstance(e, UnexpectedToken):
         tok = e.token
         expected = sorted(_TOKEN_NAMES.get(t, repr(t.strip('"').lower())) for t in e.expected)
         what = "end of file" if tok.type == "$END" else f"'{_clip(str(tok))}'"
         if tok.type == "$END":
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
+            end = _end_pos(text, filename)
+            line, col = end.line, end.col
         hint = "expected " + ", ".join(expected[:8]) + (" ..." if len(expected) > 8 else "")
         return Diagnostic(Pos(filename, line, col), f"unexpected {what}", hint)
     return Diagnostic(Pos(filename, line, col), "syntax error", str(e).splitlines()[0])
+
+
+def _end_pos(text: str, filename: str) -> Pos:
+    """Just after the last character that is not white space, counting lines as the lexer
+    does (by '\n' only: str.splitlines also splits at form feeds and other separators)."""
+    end = len(text.rstrip())
+    start = text.rfind("\n", 0, end) + 1
+    return Pos(filename, text.count("\n", 0, end) + 1, end - start + 1)
 
 
 def _clip(s: str, n: int = 30) -> str:

@@ -65,3 +65,32 @@ def mlp(seed: int, sizes: list[int], **kw):
     from .parser import parse
 
     return parse(mlp_text(seed, sizes, **kw), f"<random mlp {seed}>")
+
+
+def spiking_text(seed: int, n_in: int = 2, n_out: int = 3, steps: int = 4, in_range=(0, 3),
+                 weight: int = 3, leak: int = 6, reset: int = 7, init: int = 5,
+                 threshold: int = 6, name: str | None = None) -> str:
+    """One layer of spiking neurons over `steps` time steps, each with its own threshold,
+    leak, reset (a value, or 'subtract') and initial membrane drawn up to the given maxima:
+    wide leaks and resets above the threshold are where membranes leave the range of their
+    inputs."""
+    rng = random.Random(seed)
+    lo, hi = in_range
+    out = [f"# random spiking layer, seed {seed}", f"network {name or f'spk_{seed}'}",
+           f"steps {steps}", f"input x[{n_in}] : {lo}..{hi}", ""]
+    for k in range(n_out):
+        r = "subtract" if rng.random() < 0.25 else rng.randint(0, reset)
+        out.append(f"neuron s{k} : spike(threshold={rng.randint(1, threshold)}, "
+                   f"leak={rng.randint(0, leak)}, reset={r}, init={rng.randint(0, init)})")
+        row = [rng.randint(-weight, weight) for _ in range(n_in)]
+        out.append(f"lines x -> s{k} dense [[{', '.join(map(str, row))}]]")
+        if rng.random() < 0.5:
+            out.append(f"bias s{k} = {rng.randint(-2, 2)}")
+    out.append("output " + ", ".join(f"s{k}" for k in range(n_out)))
+    return "\n".join(out) + "\n"
+
+
+def spiking(seed: int, **kw):
+    from .parser import parse
+
+    return parse(spiking_text(seed, **kw), f"<random spiking {seed}>")

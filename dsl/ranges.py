@@ -49,6 +49,10 @@ def gate_range(gate, acc: Range) -> Range:
 def spike_ranges(gate: Spike, acc: Range, steps: int) -> tuple[Range, Range]:
     """(membrane range, spike output range) over `steps` time steps.
 
+    The membrane range covers every value the membrane holds at any moment of a step:
+    after integration (u), after a fire (the reset value, or u - threshold) and after the
+    leak.
+
     Iterates the interval update step by step and stops early at a fixed point, so a
     membrane that cannot grow without bound gets a tight range at any number of steps.
     """
@@ -72,40 +76,155 @@ def spike_ranges(gate: Spike, acc: Range, steps: int) -> tuple[Range, Range]:
         lo = min(p[0] for p in parts)
         hi = max(p[1] for p in parts)
         nv = Range(max(lo - gate.leak, 0), max(hi - gate.leak, 0))
-        seen = Range(min(seen.lo, nv.lo, u.lo), max(seen.hi, nv.hi, u.hi))
+        # The membrane holds u after integration, lo..hi after firing (a reset value may
+        # lie above u) and nv after the leak: the leak lane reads the middle one.
+        seen = Range(min(seen.lo, nv.lo, u.lo, lo), max(seen.hi, nv.hi, u.hi, hi))
         if nv.lo == v.lo and nv.hi == v.hi:
             break
         v = nv
     return seen, Range(fire_lo, fire_hi)
 
 
+# Beyond this many bits no value can reach the engine (32-bit) or be worth printing; a chain
+# of squarings would otherwise grow the bounds' digits exponentially (and break str()).
+RANGE_BITS = 256
+# Exact ranges by running every input: only for one-step netlists with at most this many
+# input combinations and this much work (combinations x nodes).
+ENUM_INPUTS = 4096
+ENUM_WORK = 1_000_000
+ENUM_NODES = 5000
+# Folding identity chains: a node's expansion over non-identity sources is built only while
+# it costs at most this many terms beyond the node's own lines (so `check` stays linear).
+FOLD_EXTRA = 256
+
+
 def analyse(net: Netlist) -> Netlist:
-    """Fill net.acc_range, net.value_range and net.state_range; fills an omitted relu max."""
+    """Fill net.acc_range, net.value_range and net.state_range; fills an omitted relu max.
+
+    One range per node, used by every later pass (the light check, the door check, the
+    reference's choice of integer type): interval arithmetic, tightened where it is cheap.
+    Identity chains are folded (h = x - x through identities is 0, not -2r..2r), a product
+    of a value with itself is a square, and small input spaces are enumerated exactly.
+    What can remain loose: correlated values through gated neurons or products of
+    different nodes, in netlists with too many input combinations to enumerate."""
     net.acc_range = [Range(0, 0)] * len(net.nodes)
     net.value_range = [Range(0, 0)] * len(net.nodes)
     net.state_range = {}
+    fold = _Folding(net)
     for node in net.nodes:
         gate = node.gate
         if isinstance(gate, Input):
             acc = Range(gate.lo, gate.hi)
             val = Range(gate.lo, gate.hi)
         elif isinstance(gate, Product):
-            a, b = net.value_range[gate.a], net.value_range[gate.b]
-            corners = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-            acc = Range(min(corners), max(corners))
+            acc = product_range(net.value_range[gate.a], net.value_range[gate.b],
+                                gate.a == gate.b)
             val = Range(acc.lo, acc.hi)
         elif isinstance(gate, Spike):
-            acc = affine_range(net, node.id)
+            acc = fold.acc_range(node)
             state, val = spike_ranges(gate, acc, net.steps)
             net.state_range[node.id] = state
+            _check_size(node, state, "membrane")
         else:
-            acc = affine_range(net, node.id)
+            acc = fold.acc_range(node)
             if isinstance(gate, Relu) and gate.L is None:
                 # No clamp written: clamping at the largest reachable value changes nothing,
                 # and a map needs a finite staircase.
                 gate = Relu(gate.s, max(acc.hi // gate.s, 0))
                 node.gate = gate
             val = gate_range(gate, acc)
+        _check_size(node, acc, "value" if isinstance(gate, Product) else "accumulator")
         net.acc_range[node.id] = acc
         net.value_range[node.id] = val
+    _enumerate_exactly(net)
     return net
+
+
+def product_range(a: Range, b: Range, same: bool) -> Range:
+    if same:  # x * x: a square is never negative, whatever the corners say
+        lo = 0 if a.lo <= 0 <= a.hi else min(a.lo * a.lo, a.hi * a.hi)
+        return Range(lo, max(a.lo * a.lo, a.hi * a.hi))
+    corners = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+    return Range(min(corners), max(corners))
+
+
+def _check_size(node, r: Range, what: str) -> None:
+    if max(abs(r.lo), abs(r.hi)).bit_length() > RANGE_BITS:
+        from .diagnostics import CompileError, Diagnostic
+        from .util import short_int
+
+        big = r.hi if abs(r.hi) >= abs(r.lo) else r.lo
+        raise CompileError([Diagnostic(node.pos, f"the {what} of '{node.name}' can reach "
+                                                 f"{short_int(big)}, beyond 2^{RANGE_BITS}: "
+                                                 "refused before its bounds grow further",
+                                       "no map holds values past 32 bits: requantise (relu "
+                                       "with s > 1) or narrow the inputs before it")])
+
+
+class _Folding:
+    """Accumulators expanded through identity neurons: acc(x) = c + sum w * value(r) over
+    non-identity nodes r, where weights of one source arriving by several paths add up
+    (and may cancel) before the interval is taken."""
+
+    def __init__(self, net: Netlist):
+        self.net = net
+        self.expansion: dict[int, tuple[int, dict[int, int]]] = {}
+
+    def acc_range(self, node) -> Range:
+        direct = affine_range(self.net, node.id)
+        exp = self._expand(node)
+        if exp is None:
+            return direct
+        const, terms = exp
+        lo = hi = const
+        for r, w in terms.items():
+            v = self.net.value_range[r]
+            lo += w * (v.lo if w > 0 else v.hi)
+            hi += w * (v.hi if w > 0 else v.lo)
+        # Both bounds are sound; their intersection is too.
+        return Range(max(lo, direct.lo), min(hi, direct.hi))
+
+    def _expand(self, node):
+        cost = sum(len(self.expansion[s][1]) for s in node.weights if s in self.expansion)
+        if cost > len(node.weights) + FOLD_EXTRA:
+            return None  # too costly: its interval as it is, and a leaf for its readers
+        const, terms = node.bias, {}
+        for s, w in node.weights.items():
+            if s in self.expansion:
+                c, sub = self.expansion[s]
+                const += w * c
+                for r, wr in sub.items():
+                    terms[r] = terms.get(r, 0) + w * wr
+            else:
+                terms[s] = terms.get(s, 0) + w
+        terms = {r: w for r, w in terms.items() if w}
+        if isinstance(node.gate, Identity):
+            self.expansion[node.id] = (const, terms)
+        return const, terms
+
+
+def _enumerate_exactly(net: Netlist) -> None:
+    """A one-step netlist with few input combinations: run the reference on all of them
+    and keep the exact ranges (intersected with the intervals, which contain them)."""
+    import math
+
+    if net.steps != 1 or not net.inputs:
+        return
+    combos = math.prod(hi - lo + 1 for lo, hi in net.input_ranges())
+    if combos > ENUM_INPUTS or len(net.nodes) > ENUM_NODES or combos * len(net.nodes) > ENUM_WORK:
+        return
+    import itertools
+
+    from .reference import evaluate
+
+    xs = [list(x) for x in itertools.product(*(range(lo, hi + 1)
+                                               for lo, hi in net.input_ranges()))]
+    res = evaluate(net, xs)
+    acc, val = res.acc[:, 0, :], res.value[:, 0, :]
+    bounds = zip(acc.min(axis=0).tolist(), acc.max(axis=0).tolist(),
+                 val.min(axis=0).tolist(), val.max(axis=0).tolist())
+    for n, (alo, ahi, vlo, vhi) in zip(net.nodes, bounds):
+        if not n.is_input:
+            a, v = net.acc_range[n.id], net.value_range[n.id]
+            net.acc_range[n.id] = Range(max(a.lo, int(alo)), min(a.hi, int(ahi)))
+            net.value_range[n.id] = Range(max(v.lo, int(vlo)), min(v.hi, int(vhi)))

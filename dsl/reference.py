@@ -99,30 +99,26 @@ def evaluate(net: Netlist, inputs) -> Result:
     acc = np.zeros((batch, steps, N), dtype=dt)
     val = np.zeros((batch, steps, N), dtype=dt)
     mem = np.zeros((batch, steps, N), dtype=dt)
-    lv = levels(net)
-    # Per level: a dense weight matrix (level nodes x all nodes) and the bias vector.
-    mats = []
-    for ids in lv:
-        W = np.zeros((len(ids), N), dtype=dt)
-        b = np.zeros(len(ids), dtype=dt)
-        for r, nid in enumerate(ids):
-            node = net.nodes[nid]
-            for s, w in node.weights.items():
-                W[r, s] = w
-            b[r] = node.bias
-        mats.append((ids, W, b))
+    mats = [_LevelSums(net, ids, dt) for ids in levels(net)]
     state = {n.id: np.full(batch, n.gate.init, dtype=dt) for n in net.nodes
              if isinstance(n.gate, Spike)}
     for t in range(steps):
         V = val[:, t, :]
         V[:, net.inputs] = x[:, t, :].astype(dt)
         acc[:, t, net.inputs] = V[:, net.inputs]
-        for ids, W, b in mats:
+        for level in mats:
+            ids = level.ids
             if net.nodes[ids[0]].is_input:
                 continue
-            A = V @ W.T + b
+            A = level.sums(V)
             acc[:, t, ids] = A
-            for r, nid in enumerate(ids):
+            # Identity and relu nodes of a level at once; the other gates node by node.
+            V[:, level.ident_ids] = A[:, level.ident]
+            if len(level.relu):
+                V[:, level.relu_ids] = np.minimum(np.maximum(A[:, level.relu] // level.relu_s,
+                                                             0), level.relu_L)
+            for r in level.others:
+                nid = ids[r]
                 node = net.nodes[nid]
                 a = A[:, r]
                 g = node.gate
@@ -150,6 +146,56 @@ def evaluate(net: Netlist, inputs) -> Result:
                     raise TypeError(g)
                 V[:, nid] = y
     return Result(net, acc, val, mem)
+
+
+class _LevelSums:
+    """The weighted sums of one dependency level over a batch: a dense matrix over just the
+    columns the level reads when that is compact, else a scatter-add over the connections
+    (`neuron h[100000]` fed by one input must not become a 100000 x 100001 matrix)."""
+
+    CHUNK = 1 << 22  # elements of batch x connections per scatter step
+
+    def __init__(self, net: Netlist, ids: list[int], dt):
+        self.ids, self.dt = ids, dt
+        gates = [net.nodes[nid].gate for nid in ids]
+        self.ident = np.array([r for r, g in enumerate(gates) if isinstance(g, Identity)],
+                              dtype=np.int64)
+        self.relu = np.array([r for r, g in enumerate(gates) if isinstance(g, Relu)],
+                             dtype=np.int64)
+        self.others = [r for r, g in enumerate(gates) if not isinstance(g, (Identity, Relu))]
+        self.ident_ids = np.array(ids, dtype=np.int64)[self.ident]
+        self.relu_ids = np.array(ids, dtype=np.int64)[self.relu]
+        self.relu_s = np.array([gates[r].s for r in self.relu], dtype=dt)
+        self.relu_L = np.array([gates[r].L for r in self.relu], dtype=dt)
+        rows, cols, ws = [], [], []
+        for r, nid in enumerate(ids):
+            for s, w in net.nodes[nid].weights.items():
+                rows.append(r)
+                cols.append(s)
+                ws.append(w)
+        self.b = np.array([net.nodes[nid].bias for nid in ids], dtype=dt)
+        used = sorted(set(cols))
+        self.dense = len(ids) * len(used) <= 4 * len(ws) + 4096
+        if self.dense:
+            where = {s: k for k, s in enumerate(used)}
+            self.cols = np.array(used, dtype=np.int64)
+            self.W = np.zeros((len(ids), len(used)), dtype=dt)
+            for r, s, w in zip(rows, cols, ws):
+                self.W[r, where[s]] = w
+        else:
+            self.rows = np.array(rows, dtype=np.int64)
+            self.cols = np.array(cols, dtype=np.int64)
+            self.w = np.array(ws, dtype=dt)
+
+    def sums(self, V: np.ndarray) -> np.ndarray:
+        if self.dense:
+            return V[:, self.cols] @ self.W.T + self.b
+        A = np.tile(self.b, (V.shape[0], 1))
+        step = max(1, self.CHUNK // max(1, V.shape[0]))
+        for k in range(0, len(self.w), step):
+            part = slice(k, k + step)
+            np.add.at(A, (slice(None), self.rows[part]), V[:, self.cols[part]] * self.w[part])
+        return A
 
 
 def gate_value(gate, acc: int) -> int:

@@ -4,6 +4,13 @@ This module owns every call into `vizdoom`. Nothing else in the project imports 
 `build.py --help` and the pure-Python passes never load the engine. Values come back from
 ACS through the USER1..USER60 game variables (ACS `global int 1..60`), and plane heights
 through ViZDoom's sector list.
+
+ViZDoom runs the game inside the calling process, and a damaged map can crash it (SIGSEGV),
+writing `vizdoom-crash.log` and `_vizdoom/` into the current directory. So `Engine` runs the
+game (`LocalEngine`) in a child process of its own, in a temporary directory that is
+removed afterwards, and forwards every call over a pipe: a crash becomes an EngineError,
+and the child dies with its parent whatever ends it (it asks the kernel for SIGKILL when
+its parent goes, so not even SIGKILL of the command leaves an engine behind).
 """
 from __future__ import annotations
 
@@ -11,11 +18,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 
+from dsl.diagnostics import VoodooError
+
 N_USER_VARS = 60
 
 
-class EngineError(RuntimeError):
-    """The engine could not start, or died, or did not do what the protocol expects."""
+class EngineError(VoodooError):
+    """The engine could not start, crashed, or did not do what the protocol expects (a map
+    that does not answer: a damaged or mismatched WAD). A user-facing error, exit 1."""
 
 
 @dataclass(frozen=True)
@@ -24,8 +34,9 @@ class SectorState:
     ceiling: float
 
 
-class Engine:
-    """One headless ViZDoom instance running one map of a WAD.
+class LocalEngine:
+    """One headless ViZDoom instance running one map of a WAD, in this process (see
+    `Engine` for the same in a child process, which is what everything else uses).
 
     Use as a context manager. `advance(n)` runs n tics; `puke(n, *args)` starts ACS script n
     (it runs during the next tic advanced); `user(i)` reads ACS `global int i` (1..60).
@@ -74,6 +85,9 @@ class Engine:
         try:
             game.init()
         except Exception as e:  # vizdoom raises its own exception types
+            import shutil
+
+            shutil.rmtree(self._cfgdir, ignore_errors=True)
             raise EngineError(f"{wad}: the engine could not start {map_name}: {e}") from None
 
     # -- lifetime -------------------------------------------------------------------------
@@ -84,7 +98,7 @@ class Engine:
             import shutil
             shutil.rmtree(self._cfgdir, ignore_errors=True)
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> "LocalEngine":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -166,3 +180,202 @@ class Engine:
         if state is None:
             raise EngineError("no frame: the episode is not running")
         return state.screen_buffer
+
+
+# ------------------------------------------------------------------------ the engine process
+_METHODS = ("advance", "change_map", "tic", "command", "puke_many", "puke", "user", "users",
+            "sectors", "screen")
+_START_TIMEOUT = 120.0
+
+
+class Engine:
+    """A `LocalEngine` in a child process: the same methods, each call forwarded over a
+    pipe. Use as a context manager; `close()` ends the child and removes its directory."""
+
+    def __init__(self, wad: str, map_name: str = "MAP01", **kw):
+        import subprocess
+        import sys
+
+        self.wad = os.path.abspath(wad)
+        self.map_name = map_name
+        self._dir = tempfile.mkdtemp(prefix="voodoonet-engine-")
+        self._proc = None
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        down_r, down_w = os.pipe()   # parent -> child
+        up_r, up_w = os.pipe()       # child -> parent
+        try:
+            with open(os.path.join(self._dir, "engine.log"), "wb") as log:
+                # Everything the child leaves (config, crash log, _vizdoom/) is in _dir.
+                env = {**os.environ, "TMPDIR": self._dir, "PYTHONPATH": root + os.pathsep
+                       + os.environ.get("PYTHONPATH", "")}
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-c", "from engine.doom import _serve; _serve()",
+                     str(down_r), str(up_w)], cwd=self._dir, env=env, pass_fds=(down_r, up_w),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        except BaseException:
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            self._cleanup()
+            raise
+        os.close(down_r)
+        os.close(up_w)
+        self._down = os.fdopen(down_w, "wb")
+        self._up = os.fdopen(up_r, "rb")
+        try:
+            self._call("__init__", (self.wad, map_name), kw)
+        except BaseException:
+            self.close()
+            raise
+
+    def _call(self, method: str, args=(), kw=None):
+        import pickle
+
+        try:
+            pickle.dump((method, args, kw or {}), self._down, protocol=pickle.HIGHEST_PROTOCOL)
+            self._down.flush()
+            status, value = pickle.load(self._up)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            raise EngineError(self._died()) from None
+        if status == "ok":
+            return value
+        raise EngineError(value)
+
+    def _died(self) -> str:
+        """What to say when the child stopped answering: its exit, and the log's last line."""
+        import signal
+
+        try:
+            code = self._proc.wait(timeout=5)
+        except Exception:
+            self._proc.kill()
+            code = self._proc.wait()
+        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and
+               -code in signal.valid_signals() else f"exited with status {code}")
+        return (f"{self.wad}: the engine {how} while running {self.map_name}; the WAD's "
+                "map may be damaged (rebuild it with `python build.py compile`)")
+
+    def close(self) -> None:
+        """End the child (politely, then by force) and remove its directory."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                import pickle
+
+                pickle.dump(("close", (), {}), self._down)
+                self._down.flush()
+                proc.wait(timeout=10)
+            except Exception:
+                proc.kill()
+                proc.wait()
+        for f in ("_down", "_up"):
+            try:
+                getattr(self, f).close()
+            except Exception:
+                pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # an engine nobody closed still must not outlive us
+        if getattr(self, "_proc", None) is not None:
+            self.close()
+
+    def change_map(self, map_name: str) -> None:
+        self._call("change_map", (map_name,))
+        self.map_name = map_name
+
+
+def _forward(name: str):
+    def method(self, *args, **kw):
+        return self._call(name, args, kw)
+
+    method.__name__ = name
+    method.__doc__ = getattr(LocalEngine, name).__doc__
+    return method
+
+
+for _name in _METHODS:
+    if _name not in Engine.__dict__:
+        setattr(Engine, _name, _forward(_name))
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent exits, however the parent ends; the
+    handler kills the game's own `vizdoom` process first (it would not notice)."""
+    import ctypes
+    import signal
+
+    def die(*_):
+        _kill_children()
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, die)
+    signal.signal(signal.SIGHUP, die)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent is already gone
+        os._exit(1)
+
+
+def _kill_children() -> None:
+    """SIGKILL every child of this process (ViZDoom runs the game as `vizdoom`)."""
+    import signal
+
+    pids = set()
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(p) for p in f.read().split())
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _serve() -> None:
+    """The child's loop: one LocalEngine, calls in, results out, until "close" or EOF."""
+    import pickle
+    import signal
+    import sys
+
+    _die_with_parent()
+    # Ctrl-C reaches the whole process group: the parent decides, then closes us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    down = os.fdopen(int(sys.argv[1]), "rb")
+    up = os.fdopen(int(sys.argv[2]), "wb")
+    engine = None
+    while True:
+        try:
+            method, args, kw = pickle.load(down)
+        except EOFError:
+            break
+        if method == "close":
+            break
+        try:
+            if method == "__init__":
+                engine = LocalEngine(*args, **kw)
+                result = None
+            else:
+                result = getattr(engine, method)(*args, **kw)
+            reply = ("ok", result)
+        except Exception as e:  # every failure goes back to the caller as an EngineError
+            reply = ("err", str(e) if isinstance(e, EngineError) else f"{type(e).__name__}: {e}")
+        pickle.dump(reply, up, protocol=pickle.HIGHEST_PROTOCOL)
+        up.flush()
+    if engine is not None:
+        engine.close()

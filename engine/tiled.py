@@ -11,8 +11,15 @@ _WORKER: dict = {}
 
 
 def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]]) -> None:
+    import signal
+    import sys
     from multiprocessing.util import Finalize
 
+    # Ctrl-C reaches every process of the terminal's group: the parent alone decides and
+    # terminates the pool (SIGTERM), which here becomes a normal exit that runs the
+    # finalizer below, so the engine and its directory go too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     engine = Engine(wad, "MAP01")
     _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine)
     # Close the engine when the worker exits, or its process outlives us.

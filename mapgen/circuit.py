@@ -132,6 +132,20 @@ def _door_count(gate, lo: int, hi: int) -> int:
     return hi - lo
 
 
+def _leak_doors(leak: int, lo: int, hi: int) -> int:
+    """The doors of a membrane's leak lane over [lo, hi], without building it: the leak
+    max(u - leak, 0) - u steps by -1 at every u <= leak and is flat above."""
+    return max(0, min(hi, leak) - lo)
+
+
+def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
+    from dsl.util import short_int
+
+    return Diagnostic(n.pos, f"'{n.name}' needs a {what} of more than {P.MAX_DOORS} doors "
+                             f"(values {short_int(lo)}..{short_int(hi)})",
+                      f"narrow its range: smaller input ranges, {fix}")
+
+
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset()) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
@@ -224,7 +238,7 @@ class _Lowering:
             phase = 0 if n.is_input else \
                 1 + max((self.phase_of[r] for r in self.expand[n.id]), default=0)
             if isinstance(n.gate, Spike):
-                self.spike_lanes(n, phase)
+                self.spike_lanes(n, phase, bad)
             else:
                 self.gate_lane(n, phase, bad)
         if bad:
@@ -240,10 +254,8 @@ class _Lowering:
             plo, phi = a.lo, a.hi
             source = ("light", self.acc_light[n.id])
         if _door_count(n.gate, plo, phi) > P.MAX_DOORS:
-            bad.append(Diagnostic(n.pos, f"'{n.name}' needs a lane of more than {P.MAX_DOORS} "
-                                         f"doors (values {plo}..{phi})",
-                                  "narrow its range: smaller input ranges, a requantising relu "
-                                  "(s > 1) or a smaller max"))
+            bad.append(_too_many_doors(n, plo, phi, "lane",
+                                       "a requantising relu (s > 1) or a smaller max"))
             # Its readers still need a phase and a base to be checked: give the lane's.
             self.phase_of[n.id], self.base_of[n.id] = phase, 0
             return
@@ -264,7 +276,7 @@ class _Lowering:
         if doors:
             self.lanes.append(Lane(n.id, phase, doors, base, plo, phi, source))
 
-    def spike_lanes(self, n, phase: int) -> None:
+    def spike_lanes(self, n, phase: int, bad: list[Diagnostic]) -> None:
         """A spiking neuron: its membrane light M integrates like an accumulator but is not
         reset between steps. A clock doll adds the per-step constant; the fire lane (one door
         at the threshold, read from M) adds 1 to the value light, w to each consumer and
@@ -288,6 +300,12 @@ class _Lowering:
                         sets=[reset] if reset else [])
             self.lanes.append(Lane(n.id, phase, [door], 0, st.lo, st.hi, ("light", M),
                                    role="fire"))
+        if _leak_doors(g.leak, st.lo, st.hi) > P.MAX_DOORS:
+            # Checked before the staircase is built: its table spans the whole range.
+            bad.append(_too_many_doors(n, st.lo, st.hi, "leak lane",
+                                       "a smaller leak, or inputs that keep the membrane "
+                                       "low"))
+            return
         leak = Lut(st.lo, tuple(max(u - g.leak, 0) - u for u in range(st.lo, st.hi + 1)))
         lbase, lsteps = staircase(leak, st.lo, st.hi)
         if lbase or lsteps:

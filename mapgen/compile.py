@@ -114,7 +114,10 @@ def load_wad(path: str) -> LoadedWad:
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged") from None
     net = loads(lumps[NETLIST_LUMP].decode("utf-8", errors="replace"), f"{path}:{NETLIST_LUMP}")
-    names = sorted(infos)
+    from .wadcheck import check_manifest, check_maps
+
+    names = check_manifest(path, MANIFEST_LUMP, infos, net)   # nothing unchecked reaches
+    check_maps(path, contents, names)                          # the runner or the engine
     ins = [net.nodes[i].name for i in net.inputs]
     outs = [net.nodes[o].name for o in net.outputs]
     tiles = [SimpleNamespace(inputs=infos[n].get("tile_inputs", ins),

@@ -55,7 +55,9 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DO
                max_lines: int = MAX_LINES) -> list[Tile]:
     """Split `net` into tiles in dependency order (one tile when it fits)."""
     if net.steps != 1:
-        raise VoodooError(f"{net.source}: only one-step netlists can be tiled")
+        raise VoodooError(f"{net.source}: only one-step netlists can be tiled\n    hint: "
+                          "tiles hand values from map to map, but spiking membranes persist "
+                          "across steps inside one map; compile it without --tiles")
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)

@@ -165,3 +165,30 @@ def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
     assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
     xs = edge_and_random_inputs(net, 10, 5) + [[15, 0, 0], [0, 15, 15], [7, 7, 7], [15, 15, 0]]
     run_exact(tmp_path, net, xs)
+
+
+def test_leak_after_reset_above_the_input_range(tmp_path):
+    """Issue 15 item 24: reset=2 lies above the membrane's integration range 0..1; the leak
+    lane must still subtract the whole leak from it (the engine fired 1,1,1, not 1,0,0)."""
+    from dsl.parser import parse
+    net = parse("network leakreset\nsteps 3\ninput x : 0..1\n"
+                "neuron s : spike(threshold=1, leak=3, reset=2) = x\noutput s\n", "lr.dnet")
+    assert net.state_range[net.by_name("s").id].hi >= 2
+    run_sequences_exact(tmp_path, net, [[[1], [0], [0]], [[1], [1], [0]], [[0], [0], [1]]])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_spiking_layers_with_wide_leak_and_reset_in_engine(tmp_path, seed):
+    """Random spiking layers whose leaks, resets and initial membranes exceed what the
+    inputs alone would put in the membrane: all exact at every step."""
+    from dsl.random_net import spiking
+    rng = random.Random(500 + seed)
+    steps = rng.randint(3, 6)
+    net = spiking(500 + seed, n_in=rng.randint(1, 3), n_out=rng.randint(2, 4), steps=steps,
+                  in_range=rng.choice([(0, 1), (0, 3), (-2, 3)]), leak=rng.randint(3, 9),
+                  reset=rng.randint(4, 12), init=rng.randint(0, 8))
+    ranges = net.input_ranges()
+    seqs = [[[lo for lo, _ in ranges]] * steps, [[hi for _, hi in ranges]] * steps]
+    seqs += [[[rng.randint(lo, hi) for lo, hi in ranges] for _ in range(steps)]
+             for _ in range(3)]
+    run_sequences_exact(tmp_path, net, seqs)
