@@ -16,6 +16,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from commands.common import output_path
     from demos.tictactoe import run as run_demo
+    from mapgen.compile import default_wad
+
+    args.output = output_path(args.output, default_wad("tictactoe"))
 
     return run_demo(args)
