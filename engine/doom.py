@@ -316,6 +316,7 @@ def _die_with_parent() -> None:
 
     def die(*_):
         _kill_children()
+        _remove_own_dir()
         os._exit(1)
 
     signal.signal(signal.SIGTERM, die)
@@ -326,7 +327,18 @@ def _die_with_parent() -> None:
     except (OSError, AttributeError):
         pass
     if os.getppid() == 1:  # the parent is already gone
+        _remove_own_dir()
         os._exit(1)
+
+
+def _remove_own_dir() -> None:
+    """The child runs inside its engine directory: when its parent is killed it cannot
+    clean up after us, so the child removes the directory itself on its way out."""
+    import shutil
+
+    here = os.getcwd()
+    if os.path.basename(here).startswith("voodoonet-engine-"):
+        shutil.rmtree(here, ignore_errors=True)
 
 
 def _kill_children() -> None:
@@ -359,10 +371,12 @@ def _serve() -> None:
     down = os.fdopen(int(sys.argv[1]), "rb")
     up = os.fdopen(int(sys.argv[2]), "wb")
     engine = None
+    orphaned = False
     while True:
         try:
             method, args, kw = pickle.load(down)
-        except EOFError:
+        except EOFError:  # the parent is gone without closing us: nobody else will clean up
+            orphaned = True
             break
         if method == "close":
             break
@@ -379,3 +393,5 @@ def _serve() -> None:
         up.flush()
     if engine is not None:
         engine.close()
+    if orphaned:
+        _remove_own_dir()
