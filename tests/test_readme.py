@@ -35,7 +35,8 @@ EXPECT = {
     "museum": r"",
     "mnist": r"^engine==reference (\d+)/\1 EXACT;",
     "acs": r"",
-    "export": r"",
+    # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
+    "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
 }
 # Extra checks on the whole output for some commands.
 CONTAINS = {
