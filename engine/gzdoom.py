@@ -169,7 +169,9 @@ def run_gzdoom(binary: str, wad: str, probe: str, commands: str, timeout: float 
         args = [binary, "-iwad", freedoom2(), "-file", os.path.abspath(wad),
                 os.path.abspath(probe), "-nosound", "-nomusic", "-noautoload",
                 "-config", os.path.join(work, "gzdoom.ini"), "-width", "320", "-height", "200",
-                "+vid_fullscreen", "0", "+sv_cheats", "1", "+logfile", log,
+                # No window manager under Xvfb gives focus: never pause for the lack of it.
+                "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+sv_cheats", "1",
+                "+logfile", log,
                 "+map", "MAP01", "+" + commands]
         if not os.environ.get("DISPLAY"):
             if not shutil.which("xvfb-run"):
