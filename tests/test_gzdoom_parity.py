@@ -88,6 +88,35 @@ def test_probe_reads_every_light_as_the_reference_says(tmp_path):
     assert tr.ack_tic(2) > tr.ack_tic(1)
 
 
+def _rest_gaps(tr, layout) -> list[float]:
+    """How far short of the nearest stop point each doll rested whenever it stood still
+    (x equal on two tics in a row), leaving out its parking point and tics before it had a
+    TID (the probe reads x = 0 then)."""
+    from mapgen import checks
+
+    tics = sorted(tr.tics)
+    gaps = []
+    for i, g in enumerate(layout.lanes):
+        stops = [x for x, _ in checks.stop_points(g)]
+        xs = [tr.tics[t]["X"][i] / 65536 for t in tics]
+        for a, b in zip(xs, xs[1:]):
+            if a == b and a != 0 and a != g.start[0]:
+                gaps.append(min((s - a for s in stops), key=abs))
+    return gaps
+
+
+def test_blocked_dolls_rest_within_one_substep_of_contact(tmp_path):
+    """Item 21's model in ViZDoom: a doll stopped by a door or the end wall rests at most
+    MOVE_SUBSTEP short of contact, never past it, so STOP_CLEARANCE keeps lines out of reach."""
+    from mapgen import physics as P
+
+    net, cm, xs, wad, probe, pm = _setup(tmp_path, "hello")
+    log, _ = gz.run_vizdoom(wad, probe, cm.manifest, xs)
+    gaps = _rest_gaps(gz.parse_log(log, pm), cm.layout)
+    assert len(gaps) > 100
+    assert all(0 <= gap <= P.MOVE_SUBSTEP for gap in gaps), sorted(gaps)[-5:]
+
+
 def test_timeline_is_the_runners_pukes():
     info = {"init_tics": 24, "inference_tics": 23, "input_scripts": [10, 11], "infer_script": 2,
             "begin_script": None}
@@ -129,12 +158,17 @@ def test_gzdoom_equals_vizdoom_tic_by_tic(tmp_path, name):
         assert outs_gz == outs_vz[seq - 1] == ref[seq - 1], f"inference {seq}"
         problems += _compare(tr_gz, tr_vz, seq, window)
     assert not problems, "\n".join(problems[:20])
-    _report_stops(name, tr_gz, tr_vz, len(xs))
+    from mapgen import physics as P
+
+    gaps = _rest_gaps(tr_gz, cm.layout)
+    assert gaps and all(0 <= gap <= P.MOVE_SUBSTEP for gap in gaps), sorted(gaps)[-5:]
+    _report_stops(name, cm, tr_gz, tr_vz, len(xs))
 
 
-def _report_stops(name, tr_gz, tr_vz, n):
-    """Item 21's measurement: how far apart the engines stop the same doll (printed with -s;
-    lines keep STOP_CLEARANCE from every stop point, so this never changes a count)."""
+def _report_stops(name, cm, tr_gz, tr_vz, n):
+    """Item 21's measurement, printed (pytest -s): where each engine rests a blocked doll,
+    and how far apart the same doll is on the same tic. Lines keep STOP_CLEARANCE from every
+    stop point, so none of this changes a count."""
     worst = 0.0
     for seq in range(1, n + 1):
         a, b = tr_gz.ack_tic(seq), tr_vz.ack_tic(seq)
@@ -143,5 +177,7 @@ def _report_stops(name, tr_gz, tr_vz, n):
                 break
             xg, xv = tr_gz.at(a - d)["X"], tr_vz.at(b - d)["X"]
             worst = max(worst, max(abs(u - v) for u, v in zip(xg, xv)) / 65536)
-    print(f"{name}: largest difference in a doll's x between GZDoom and ViZDoom on the same "
-          f"tic: {worst:g} units")
+    g, v = _rest_gaps(tr_gz, cm.layout), _rest_gaps(tr_vz, cm.layout)
+    print(f"{name}: blocked dolls rest {min(g):g}..{max(g):g} units short of contact in GZDoom, "
+          f"{min(v):g}..{max(v):g} in ViZDoom; the same doll on the same tic differs by up to "
+          f"{worst:g} units")
