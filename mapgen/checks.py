@@ -8,6 +8,8 @@ layout and schedule, so they judge the map that will actually be written:
 - planes: door floors and ceilings, static floors and ceilings within -32768..32767;
 - door geometry: rises the doll cannot climb, landings too short for a stopped doll to have
   crossed every line of its level, static headroom below the doll's height;
+- stop clearance: no line within STOP_CLEARANCE of a point where a doll can come to rest
+  (door faces, the lane's end wall, its spawn and parking points), where engines differ;
 - schedule: at most one plane move per plane per tic; a phase gives its slowest doll
   enough tics, so no doll stands in a door when the next inference moves its ceiling;
 - budgets: map extent inside the coordinate range, doll, sector, line and tag counts.
@@ -108,6 +110,45 @@ def check_geometry(layout: Layout) -> list[Diagnostic]:
     return out
 
 
+def stop_points(g) -> list[tuple[float, str]]:
+    """Every x where the centre of this lane's doll can come to rest: in contact with a door
+    face or the end wall (closed doors block; the end wall always does), its spawn point,
+    and the point it is parked at between rides. Ramps do not stop it (physics.MAX_RISE)."""
+    points = [(g.spawn[0], "its spawn point"), (g.start[0], "its parking point")]
+    points += [(s.x0 - P.DOLL_RADIUS, f"door {s.door}'s face") for s in g.segments
+               if s.kind == "door"]
+    points.append((g.segments[-1].x1 - P.DOLL_RADIUS, "the lane's end wall"))
+    return sorted(points)
+
+
+def check_stop_clearance(layout: Layout) -> list[Diagnostic]:
+    """A line near a stop point may be crossed in one engine and not in another: a doll's
+    stopping point varies by up to one movement substep (physics.MOVE_SUBSTEP). Each line of
+    a lane must keep STOP_CLEARANCE from every point where that lane's doll can stop."""
+    import bisect
+
+    out = []
+    names = _names(layout)
+    net = layout.circuit.net
+    for g in layout.lanes:
+        stops = stop_points(g)
+        xs = [x for x, _ in stops]
+        for lx, special, a0, _ in g.lines:
+            k = bisect.bisect_left(xs, lx - P.STOP_CLEARANCE)
+            while k < len(xs) and xs[k] < lx + P.STOP_CLEARANCE:
+                x, what = stops[k]
+                if abs(lx - x) < P.STOP_CLEARANCE:
+                    out.append(Diagnostic(net.nodes[g.lane.node].pos, (
+                        f"lane of '{names[g.lane.node]}': a line (special {special}, tag {a0}) "
+                        f"at x={lx:g} is {abs(lx - x):g} units from {what}, where a stopped "
+                        f"doll's centre rests (x={x:g}); engines stop a doll up to "
+                        f"{P.MOVE_SUBSTEP} units apart, so one would count this line and "
+                        "another not"), f"keep every line at least {P.STOP_CLEARANCE} units "
+                        "from a stop point (a bug in the layout: see docs/physics.md)"))
+                k += 1
+    return out
+
+
 def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     out = []
     net = layout.circuit.net
@@ -183,6 +224,7 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
 
 def run_all(layout: Layout, sched: Schedule) -> None:
     problems = (check_lights(layout) + check_planes(layout) + check_geometry(layout)
-                + check_schedule(layout, sched) + check_budgets(layout))
+                + check_stop_clearance(layout) + check_schedule(layout, sched)
+                + check_budgets(layout))
     if problems:
         raise CompileError(problems)

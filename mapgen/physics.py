@@ -64,6 +64,15 @@ TID_LINE_OFFSET = 48      # the Thing_ChangeTID line that names the doll
 # strip is carried by it (measured: a doll parked 8 units over the strip crept into its lane).
 START_OFFSET = SPAWN_LENGTH + PAD_LENGTH // 2
 HEADROOM_EXTRA = 16       # static ceilings sit DOLL_HEIGHT + this above their floor
+# Where a blocked doll comes to rest is engine-dependent: the engine splits a tic's move into
+# substeps of at most radius - 1 units (15 at 64 units/tic: 5 substeps of 12.8) and a blocked
+# substep ends short of the wall by however far that engine's slide code gets. Measured: a
+# doll at 64 units/tic stopped against the same blocker at x = 1009.6 in GZDoom and 1005.6 in
+# ViZDoom. So a doll's centre stops anywhere in [contact - MOVE_SUBSTEP, contact], contact
+# being DOLL_RADIUS before the face; no line may lie within STOP_CLEARANCE of a contact
+# point (checks.check_stop_clearance), or one engine would count it and another not.
+MOVE_SUBSTEP = DOLL_RADIUS - 1
+STOP_CLEARANCE = MOVE_SUBSTEP + 1
 
 # --- conveyors -----------------------------------------------------------------------------
 # Scroll_Floor with scrollbits 4 takes direction and speed from its control line:

@@ -9,6 +9,7 @@ from conftest import ROOT
 from dsl.diagnostics import CompileError
 from dsl.parser import parse
 from mapgen import checks
+from mapgen import physics as P
 from mapgen.circuit import lower
 from mapgen.compile import compile_netlist
 from mapgen.layout import build_layout
@@ -115,3 +116,40 @@ def test_cli_compile_refuses_and_writes_nothing(tmp_path):
     assert "big.dnet:2:8: error: the acc light of 'big'" in r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists() and os.listdir(tmp_path) == ["big.dnet"]
+
+
+def test_line_near_a_stop_point_is_refused():
+    """Issue 15 item 21: engines stop a blocked doll up to one movement substep apart
+    (GZDoom 1009.6, ViZDoom 1005.6), so a line within STOP_CLEARANCE of a point where a doll
+    can rest would be counted by one engine and not by the other."""
+    lay, sched = _layout(GOOD)
+    assert checks.check_stop_clearance(lay) == []
+    g = next(g for g in lay.lanes if any(s.kind == "door" for s in g.segments)
+             and len(g.lines) > 1)
+    face = next(s for s in g.segments if s.kind == "door" and s.door == 1).x0
+    contact = face - P.DOLL_RADIUS
+    i = next(i for i, (x, *_) in enumerate(g.lines) if x < face and x > face - 64)
+    x, special, a0, a1 = g.lines[i]
+    g.lines[i] = (contact - P.STOP_CLEARANCE, special, a0, a1)  # exactly at the limit: fine
+    assert checks.check_stop_clearance(lay) == []
+    g.lines[i] = (contact - 4, special, a0, a1)                # inside the engines' band
+    msgs = [d.message for d in checks.check_stop_clearance(lay)]
+    assert len(msgs) == 1 and "is 4 units from door 1's face" in msgs[0], msgs
+    with pytest.raises(CompileError, match="from door 1's face"):
+        checks.run_all(lay, sched)
+    g.lines[i] = (g.segments[-1].x1 - P.DOLL_RADIUS + 3, special, a0, a1)  # past the end wall
+    assert "from the lane's end wall" in checks.check_stop_clearance(lay)[0].message
+    g.lines[i] = (g.start[0] - 10, special, a0, a1)
+    assert "from its parking point" in checks.check_stop_clearance(lay)[0].message
+
+
+@pytest.mark.parametrize("path", sorted(os.listdir(os.path.join(ROOT, "circuits"))))
+def test_every_circuit_keeps_lines_clear_of_stop_points(path):
+    from dsl import load
+
+    lay = build_layout(lower(load(os.path.join(ROOT, "circuits", path))))
+    assert checks.check_stop_clearance(lay) == []
+    # The tightest line is exactly what physics.py promises, not less.
+    gap = min(abs(lx - x) for g in lay.lanes for lx, *_ in g.lines
+              for x, _ in checks.stop_points(g))
+    assert gap >= P.STOP_CLEARANCE

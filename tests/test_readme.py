@@ -36,10 +36,11 @@ EXPECT = {
     "mnist": r"^engine==reference (\d+)/\1 EXACT;",
     "tictactoe": r"^O replies (\d+)/\1 EXACT; games \d+, O lost 0; tics per move \d+; dolls \d+$",
     "acs": r"",
-    "export": r"",
     "extract": r"compiled again it builds the same machine$",
     "verify": r"^verify ok: 0 change\(s\), 0 error\(s\), engine exact$",
     "embed": r"^embedded: \d+ input\(s\) and \d+ output\(s\) wired$",
+    # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
+    "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
 }
 # Extra checks on the whole output for some commands.
 CONTAINS = {

@@ -1,0 +1,207 @@
+"""GZDoom parity: run a compiled map in a real GZDoom binary, headless, and read it back.
+
+GZDoom has no Python API and its console prints neither ACS globals nor sector levels, so a
+map is driven and observed from outside the map itself (docs/gzdoom.md):
+
+- **drive**: one console line given with `+` on the command line, the same `puke` calls a
+  `MapRunner` sends to ViZDoom, spaced with GZDoom's `wait N` (tics) and ended by `quit`;
+- **observe**: a probe, an ACS library loaded with `-file` (a LOADACS lump and the library
+  between A_START/A_END), whose OPEN script logs every tic, with `Log()` into `+logfile`,
+  the map's ack and output globals, every light level, the floor and ceiling of every door
+  sector (the only planes that move) and the x of every doll. The same probe is loaded into ViZDoom, so both engines are observed
+  by the same code at the same moment of the tic.
+
+Console commands land a tic early or late, so nothing is aligned by counting tics: each
+inference is found in the log by the tic at which the map's ack variable takes its
+sequence number, and windows are compared relative to that tic.
+
+The probe uses no string literals (numbers and `c:` characters only), so it does not depend
+on how strings are tagged in a library.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from engine.doom import EngineError
+
+PROBE_SCRIPT = 32000      # clear of every script number a compiled map uses
+PROBE_LUMP = "VNPROBE"
+CHUNK = 12                # values per Log() call
+MARK = "VNP"
+
+
+@dataclass
+class ProbeMap:
+    """What the probe reads, in log order."""
+
+    lights: list[int]                       # light tags
+    doors: list[tuple[int, int]]            # a point inside each door sector
+    tids: list[int]                         # each doll's TID
+    n_users: int                            # USER1..n read with the ack
+
+
+def probe_map(layout, n_users: int) -> ProbeMap:
+    doors = [(int((s.x0 + s.x1) // 2), int(g.y_mid)) for g in layout.lanes
+             for s in g.segments if s.kind == "door"]
+    return ProbeMap([l.tag for l in layout.circuit.lights], doors,
+                    [g.lane.tid for g in layout.lanes], n_users)
+
+
+def _log_calls(kind: str, exprs: list[str]) -> list[str]:
+    marker = ", ".join(f"c:'{ch}'" for ch in MARK)
+    out = []
+    for k in range(0, len(exprs), CHUNK):
+        items = "".join(f", c:' ', d:{e}" for e in exprs[k:k + CHUNK])
+        out.append(f"Log({marker}, c:' ', d:t, c:' ', c:'{kind}', c:' ', d:{k}{items});")
+    return out
+
+
+def probe_source(pm: ProbeMap) -> str:
+    """ACS of the probe library: one OPEN script logging every tic until the map ends."""
+    lines = ['#library "vnprobe"', '#include "zcommon.acs"', "",
+             "// VoodooNet's GZDoom parity probe: logs the map's state every tic (engine/gzdoom.py).",
+             "global int 59:read_ack;", "global int 60:ack;"]
+    lines += [f"global int {k}:user{k};" for k in range(1, pm.n_users + 1)]
+    lines += ["", f"script {PROBE_SCRIPT} OPEN", "{", "    int t;", "    while (TRUE)", "    {",
+              "        t = Timer();"]
+    body = _log_calls("A", ["ack", "read_ack"] + [f"user{k}" for k in range(1, pm.n_users + 1)])
+    body += _log_calls("L", [f"GetSectorLightLevel({tag})" for tag in pm.lights])
+    body += _log_calls("C", [f"GetSectorCeilingZ(0, {x}, {y}) >> 16" for x, y in pm.doors])
+    body += _log_calls("F", [f"GetSectorFloorZ(0, {x}, {y}) >> 16" for x, y in pm.doors])
+    body += _log_calls("X", [f"GetActorX({tid})" for tid in pm.tids])
+    lines += [f"        {b}" for b in body]
+    lines += ["        Delay(1);", "    }", "}", ""]
+    return "\n".join(lines)
+
+
+def write_probe(path: str, pm: ProbeMap) -> None:
+    """A PWAD with the compiled probe library and the LOADACS lump that loads it."""
+    import omg.wadio
+
+    from mapgen.compile import compile_acs
+
+    behavior = compile_acs(probe_source(pm), "vnprobe.acs")
+    tmp = path + ".tmp"
+    w = omg.wadio.WadIO(tmp)  # creates an empty PWAD
+    for name, data in (("LOADACS", f"{PROBE_LUMP}\n".encode()), ("A_START", b""),
+                       (PROBE_LUMP, behavior), ("A_END", b"")):
+        w.insert(name, data)
+    w.save()
+    os.replace(tmp, path)
+
+
+@dataclass
+class Trace:
+    """Per tic (the map's Timer()): the probe's values, each kind a list."""
+
+    tics: dict[int, dict[str, list[int]]] = field(default_factory=dict)
+
+    def ack_tic(self, seq: int) -> int:
+        """The first tic at which the map acknowledged inference `seq`."""
+        for t in sorted(self.tics):
+            if self.tics[t]["A"][0] == seq:
+                return t
+        raise EngineError(f"the map never acknowledged inference {seq} in the probe's log")
+
+    def at(self, tic: int) -> dict[str, list[int]]:
+        return self.tics[tic]
+
+
+_LINE = re.compile(rf"^{MARK} (-?\d+) ([ALCFX]) (\d+)((?: -?\d+)*)\s*$")
+
+
+def parse_log(text: str, pm: ProbeMap) -> Trace:
+    sizes = {"A": 2 + pm.n_users, "L": len(pm.lights), "C": len(pm.doors),
+             "F": len(pm.doors), "X": len(pm.tids)}
+    tr = Trace()
+    for raw in text.splitlines():
+        m = _LINE.match(raw.strip())
+        if not m:
+            continue
+        t, kind, off = int(m.group(1)), m.group(2), int(m.group(3))
+        vals = [int(v) for v in m.group(4).split()]
+        row = tr.tics.setdefault(t, {k: [None] * n for k, n in sizes.items()})
+        row[kind][off:off + len(vals)] = vals
+    for t, row in list(tr.tics.items()):
+        if any(v is None for vals in row.values() for v in vals):
+            del tr.tics[t]  # the last tic may be cut off by the quit
+    return tr
+
+
+# -- driving -------------------------------------------------------------------------------
+def puke_commands(info: dict, x: list[int], seq: int, first: bool) -> list[str]:
+    """The console commands of one inference (as engine.runner.MapRunner.infer sends)."""
+    cmds = [f"puke {info['begin_script']}"] if first and info.get("begin_script") else []
+    for k, script in enumerate(info["input_scripts"]):
+        cmds.append(" ".join(["puke", str(script), *map(str, x[4 * k:4 * k + 4])]))
+    cmds.append(f"puke {info['infer_script']} {seq}")
+    return cmds
+
+
+def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
+             sequence: bool = False) -> str:
+    """One console line: wait for the map to be ready, then each inference, each given its
+    predicted tics plus `margin` (the log, not this spacing, decides what is compared)."""
+    parts = [f"wait {info['init_tics'] + 2 + margin}"]
+    for seq, x in enumerate(inputs, 1):
+        parts += puke_commands(info, x, seq, first=sequence and seq == 1)
+        parts.append(f"wait {info['inference_tics'] + 1 + margin}")
+    parts.append("quit")
+    return "; ".join(parts)
+
+
+def freedoom2() -> str:
+    import vizdoom
+
+    return os.path.join(os.path.dirname(vizdoom.__file__), "freedoom2.wad")
+
+
+def run_gzdoom(binary: str, wad: str, probe: str, commands: str, timeout: float = 300) -> str:
+    """Run GZDoom headless (under xvfb-run when there is no display) and return the log."""
+    work = tempfile.mkdtemp(prefix="voodoonet-gz-")
+    log = os.path.join(work, "probe.log")
+    try:
+        args = [binary, "-iwad", freedoom2(), "-file", os.path.abspath(wad),
+                os.path.abspath(probe), "-nosound", "-nomusic", "-noautoload",
+                "-config", os.path.join(work, "gzdoom.ini"), "-width", "320", "-height", "200",
+                # No window manager under Xvfb gives focus: never pause for the lack of it.
+                "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+sv_cheats", "1",
+                "+logfile", log,
+                "+map", "MAP01", "+" + commands]
+        if not os.environ.get("DISPLAY"):
+            if not shutil.which("xvfb-run"):
+                raise EngineError("GZDoom needs a display: install xvfb (docs/gzdoom.md)")
+            args = ["xvfb-run", "-a", "-s", "-screen 0 640x480x24"] + args
+        env = {**os.environ, "HOME": work}
+        r = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        text = open(log, errors="replace").read() if os.path.exists(log) else ""
+        if MARK not in text:
+            raise EngineError(f"GZDoom exited {r.returncode} without a probe log:\n"
+                              f"{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+        return text
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_vizdoom(wad: str, probe: str, info: dict, inputs: list[list[int]],
+                sequence: bool = False) -> tuple[str, list[list[int]]]:
+    """The same inferences in ViZDoom with the same probe loaded; (log, outputs)."""
+    from engine.doom import Engine
+    from engine.runner import MapRunner
+
+    work = tempfile.mkdtemp(prefix="voodoonet-vz-")
+    log = os.path.join(work, "probe.log")
+    try:
+        engine = Engine(wad, extra_args=(f"-file {os.path.abspath(probe)}", f"+logfile {log}"))
+        with MapRunner(wad, info, engine=engine) as runner:
+            outs = [runner.infer(x, first=sequence and k == 0) for k, x in enumerate(inputs)]
+            runner.engine.advance(2)
+        return open(log, errors="replace").read(), outs
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
