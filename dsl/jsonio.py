@@ -22,7 +22,9 @@ from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1
-_ELEMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d{1,9})\])?$")
+# Names may hold dots: the hidden products of a*b and dot(u, v) terms (DST.mul0, DST.dot1).
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_ELEMENT = re.compile(rf"^({_NAME})(?:\[(\d{{1,9}})\])?$")
 
 
 def gate_to_json(gate, net: Netlist | None = None) -> dict:
@@ -48,8 +50,13 @@ def to_json(net: Netlist) -> dict:
     vectors = []
     for g, ids in net.groups.items():
         first = net.nodes[ids[0]]
+        gate = gate_to_json(first.gate, net)
+        if isinstance(first.gate, Product) and first.index is not None:
+            # A product vector: element i multiplies a[i] by b[i].
+            gate = {"kind": "product", "a": [net.nodes[net.nodes[i].gate.a].name for i in ids],
+                    "b": [net.nodes[net.nodes[i].gate.b].name for i in ids]}
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
-                        "gate": gate_to_json(first.gate, net)})
+                        "gate": gate})
     lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
     bias = {n.name: n.bias for n in net.nodes if n.bias}
     return {"format": FORMAT, "version": VERSION, "name": net.name, "steps": net.steps,
@@ -119,7 +126,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     for k, v in enumerate(vectors):
         path = f"vectors[{k}]"
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) \
-                or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", v["name"]):
+                or not re.match(rf"^{_NAME}$", v["name"]):
             bad(path, "a vector needs a name", '{"name": "h", "size": 16, "gate": {...}}')
             continue
         size = v.get("size")
@@ -164,12 +171,14 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
                 continue
             args = [(None, (lo, lo + len(table) - 1), gpos), (None, table, gpos)]
         if kind == "product":
+            if size is not None:
+                pairs = _product_vector(g, size, path, element, bad)
+                if pairs is not None:
+                    products.append((v["name"], pairs, None, gpos))
+                continue
             a = element(g.get("a"), path + ".gate.a")
             c = element(g.get("b"), path + ".gate.b")
             if a is None or c is None:
-                continue
-            if size is not None:
-                bad(path, "a product is a scalar", '"size": null')
                 continue
             products.append((v["name"], a, c, gpos))
             continue
@@ -177,6 +186,11 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
         if gate is not None:
             b.declare(v["name"], size, gate, gpos)
     for name, a, c, gpos in products:
+        if c is None:  # a product vector: resolve its operand lists element by element
+            ids = [(b.resolve(*x), b.resolve(*y)) for x, y in a]
+            if all(i is not None and j is not None for i, j in ids):
+                b.declare_pairs(name, ids, gpos)
+            continue
         b.declare_product(name, a, c, gpos)
 
     for k, line in enumerate(doc.get("lines", [])):
@@ -216,3 +230,16 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
             if oi is not None:
                 b.add_output(oi, at(f"outputs[{k}]"))
     return b.build()
+
+
+def _product_vector(g: dict, size: int, path: str, element, bad):
+    """The operand lists of a product vector: {"a": [...], "b": [...]}, one per element."""
+    a, c = g.get("a"), g.get("b")
+    if not (isinstance(a, list) and isinstance(c, list) and len(a) == len(c) == size):
+        bad(path + ".gate", f"a product vector of size {size} needs lists a and b of "
+                            f"{size} elements", '{"kind": "product", "a": ["x[0]", "x[1]"], '
+                            '"b": ["y[0]", "y[1]"]}')
+        return None
+    pairs = [(element(x, f"{path}.gate.a[{i}]"), element(y, f"{path}.gate.b[{i}]"))
+             for i, (x, y) in enumerate(zip(a, c))]
+    return None if any(x is None or y is None for x, y in pairs) else pairs
