@@ -236,8 +236,8 @@ def _product_vector(g: dict, size: int, path: str, element, bad):
     """The operand lists of a product vector: {"a": [...], "b": [...]}, one per element."""
     a, c = g.get("a"), g.get("b")
     if not (isinstance(a, list) and isinstance(c, list) and len(a) == len(c) == size):
-        bad(path + ".gate", f"a product vector of size {size} needs lists a and b of "
-                            f"{size} elements", '{"kind": "product", "a": ["x[0]", "x[1]"], '
+        bad(path + ".gate", f"a product is a scalar unless a and b are lists: a product "
+                            f"vector of size {size} needs lists a and b of {size} elements", '{"kind": "product", "a": ["x[0]", "x[1]"], '
                             '"b": ["y[0]", "y[1]"]}')
         return None
     pairs = [(element(x, f"{path}.gate.a[{i}]"), element(y, f"{path}.gate.b[{i}]"))
