@@ -90,6 +90,15 @@ class NetBuilder:
             self._pending_products[nid] = (a, b, pos, k)
         return ids
 
+    def _width(self, spec) -> int:
+        """How many elements a product operand names (1 if unknown: reported elsewhere)."""
+        if isinstance(spec, int) or spec[0] not in self.groups:
+            return 1
+        n = len(self.groups[spec[0]])
+        if isinstance(spec[1], tuple):
+            return (n if spec[1][2] is None else spec[1][2]) - (spec[1][1] or 0)
+        return 1 if spec[1] is not None else n
+
     def _operand(self, spec, k: int | None, size: int | None, quiet: bool) -> int | None:
         """Element k of a product operand (see declare_product); errors once, at k 0."""
         if isinstance(spec, int):
@@ -216,6 +225,11 @@ class NetBuilder:
     def build(self) -> Netlist:
         for nid, (a, b, pos, k) in self._pending_products.items():
             size = None if k is None else len(self.groups[self.nodes[nid].group])
+            if k == 0 and size > 1 and self._width(a) == self._width(b) == 1:
+                self.error(pos, "a product neuron is a scalar unless an operand is a vector",
+                           "write 'neuron p : product(a, b)', or multiply a vector: "
+                           "product(x[0:2], y)")
+                continue
             ia = self._operand(a, k, size, quiet=False)
             ib = self._operand(b, k, size, quiet=False)
             if ia is not None and ib is not None:
