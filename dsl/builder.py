@@ -225,7 +225,8 @@ class NetBuilder:
     def build(self) -> Netlist:
         for nid, (a, b, pos, k) in self._pending_products.items():
             size = None if k is None else len(self.groups[self.nodes[nid].group])
-            if k == 0 and size > 1 and self._width(a) == self._width(b) == 1:
+            if k == 0 and size > 1 and not isinstance(a, int) \
+                    and self._width(a) == self._width(b) == 1:
                 self.error(pos, "a product neuron is a scalar unless an operand is a vector",
                            "write 'neuron p : product(a, b)', or multiply a vector: "
                            "product(x[0:2], y)")

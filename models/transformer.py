@@ -33,6 +33,7 @@ built: the last layer computes attention for the last token alone.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -116,10 +117,11 @@ class Table:
         return self.lo + len(self.values) - 1
 
 
-def tables(cfg: TransformerConfig) -> dict[str, Table]:
-    """Every lookup a layer uses (docs/transformer.md): exp, log, pexp, and for a norm the
-    square and the reciprocal square root."""
-    E, P, b, c = cfg.exp_max, cfg.prob_max, cfg.beta, cfg.cap
+def tables(cfg: TransformerConfig, cap: int | None = None) -> dict[str, Table]:
+    """Every lookup a layer uses (docs/transformer.md): exp and log (around the layer's
+    score cap c), pexp, and for a norm the square and the reciprocal square root."""
+    E, P, b = cfg.exp_max, cfg.prob_max, cfg.beta
+    c = cfg.cap if cap is None else int(cap)
     w_exp = math.ceil(math.log(2 * E) / b) + 1       # below c - w_exp every exp rounds to 0
     w_p = math.ceil(math.log(2 * P) / b) + 1
     out = {
@@ -141,12 +143,9 @@ def tables(cfg: TransformerConfig) -> dict[str, Table]:
 
 
 def _float_fn(cfg: TransformerConfig, name: str):
-    """The real function a table rounds (the float forward's version of the lookup)."""
-    E, P, b, c = cfg.exp_max, cfg.prob_max, cfg.beta, cfg.cap
+    """The real function a norm's table rounds (the float forward's version of the lookup;
+    the float forward's softmax is the exact one, see _attention)."""
     return {
-        "exp": lambda s: E * torch.exp(b * (torch.clamp(s, max=c) - c)),
-        "log": lambda S: c + torch.log(torch.clamp(S, min=1) / E) / b,
-        "pexp": lambda dd: torch.clamp(P * torch.exp(b * torch.clamp(dd, max=0)), max=P),
         "sq": lambda z: torch.clamp(z / cfg.s_norm, -cfg.norm_max, cfg.norm_max) ** 2,
         "rsqrt": lambda S: cfg.norm_k * torch.sqrt(cfg.d_model / torch.clamp(S, min=1)),
     }[name]
@@ -177,7 +176,12 @@ class _Ops:
         if mode not in ("float", "int", "qat"):
             raise VoodooError(f"mode {mode!r}: use float, int or qat")
         self.cfg, self.mode = cfg, mode
-        self.tables = tables(cfg)
+        self.scores: list | None = None   # calibration collects row maxima here
+        self.layer(cfg.cap)
+
+    def layer(self, cap: int) -> None:
+        """Use the lookups of a layer whose score cap is `cap`."""
+        self.tables = tables(self.cfg, cap)
         self._t = {k: torch.tensor(t.values, dtype=torch.long) for k, t in self.tables.items()}
 
     def _ste(self, f, i):
@@ -205,9 +209,9 @@ class _Ops:
             torch.div(x.i + (s // 2 if half else 0), s, rounding_mode="floor"), lo, hi)
         return _V(f if i is None else self._ste(f, i) if f is not None else None, i)
 
-    def table(self, x: _V, name: str) -> _V:
+    def table(self, x: _V, name: str, float_too: bool = True) -> _V:
         t = self.tables[name]
-        f = None if x.f is None else _float_fn(self.cfg, name)(x.f)
+        f = None if x.f is None or not float_too else _float_fn(self.cfg, name)(x.f)
         i = None if x.i is None else self._t[name][torch.clamp(x.i, t.lo, t.hi) - t.lo]
         return _V(f if i is None else self._ste(f, i) if f is not None else None, i)
 
@@ -237,10 +241,10 @@ class Transformer(nn.Module):
             W=p(d, F, std=sig_h / (span * math.sqrt(F))), b=p(d), pos=p(T, d, std=5.0)))
         blocks = []
         for _ in range(cfg.layers):
-            qkv = cfg.s_qkv * cfg.qk / (sig_a * math.sqrt(d))
+            qkv = cfg.s_qkv * cfg.qk / (3 * sig_a * math.sqrt(d))
             o_in = cfg.attn_max or cfg.prob_max * cfg.v / 2
             blk = dict(Wq=p(d, d, std=qkv), bq=p(d), Wk=p(d, d, std=qkv), bk=p(d),
-                       Wv=p(d, d, std=qkv), bv=p(d), Wo=p(d, d, std=8 / (o_in * math.sqrt(d))),
+                       Wv=p(d, d, std=qkv), bv=p(d), Wo=p(d, d, std=sig_h / (o_in * math.sqrt(d))),
                        bo=p(d), g1=p(d, init=1.0), n1=p(d))
             if M:
                 blk.update(W1=p(M, d, std=cfg.s_mlp * cfg.mlp_max / (2 * sig_a * math.sqrt(d))),
@@ -248,7 +252,9 @@ class Transformer(nn.Module):
                            g2=p(d, init=1.0), n2=p(d))
             blocks.append(nn.ParameterDict(blk))
         self.blocks = nn.ModuleList(blocks)
-        self.head = nn.ParameterDict(dict(W=p(cfg.classes, d, std=4 / (sig_h * math.sqrt(d))),
+        # Each layer's score cap c (docs/transformer.md): set by `calibrate` from data.
+        self.register_buffer("caps", torch.full((cfg.layers,), cfg.cap, dtype=torch.long))
+        self.head = nn.ParameterDict(dict(W=p(cfg.classes, d, std=2 / math.sqrt(d)),
                                           b=p(cfg.classes)))
 
     # -- saving -------------------------------------------------------------------------
@@ -261,17 +267,32 @@ class Transformer(nn.Module):
         m.load_state_dict(state["weights"])
         return m
 
+    def calibrate(self, x, quantile: float = 0.9, mode: str = "float") -> list[int]:
+        """Set each layer's score cap c to the `quantile` of its rows' largest scores on x,
+        so that the exp lookup's window sits where the scores are. Returns the caps."""
+        caps = []
+        with torch.no_grad():
+            for layer in range(self.cfg.layers):
+                ops = _Ops(self.cfg, mode)
+                ops.scores = []
+                self.forward(x, mode, ops)
+                top = ops.scores[layer]
+                caps.append(int(round(float(torch.quantile(top, quantile)))))
+                self.caps[layer] = caps[-1]
+        return caps
+
     # -- the forward ----------------------------------------------------------------------
-    def forward(self, x, mode: str = "float"):
+    def forward(self, x, mode: str = "float", ops: "_Ops | None" = None):
         """x: (batch, tokens, features) integers (any dtype). Returns (batch, classes)
         logits: float tensors (float, qat) or exact int64 (int)."""
-        ops = _Ops(self.cfg, mode)
+        ops = ops or _Ops(self.cfg, mode)
         x = torch.as_tensor(x)
         v = _V(None if mode == "int" else x.to(torch.float32),
                None if mode == "float" else x.long())
         e = self.embed
         h = ops.lin(v, e["W"], e["b"]).zip(ops.param(e["pos"]), torch.add)
-        for blk in self.blocks:
+        for blk, cap in zip(self.blocks, self.caps.tolist()):
+            ops.layer(cap)
             h = self._block(ops, h, blk)
         last = h.map(lambda t: t[:, -1, :])
         out = ops.lin(last, self.head["W"], self.head["b"])
@@ -330,10 +351,18 @@ def _attention(ops: _Ops, q: _V, k: _V, v: _V) -> _V:
 
     s = q.map(heads).zip(k.map(heads), lambda a, b: torch.einsum("bigc,bjgc->bgij", a, b))
     mask = torch.tril(torch.ones(T, T, dtype=torch.long))
-    e = ops.table(s, "exp").map(lambda t: t * mask.to(t.dtype))
-    lam = ops.table(e.map(lambda t: t.sum(-1)), "log")
-    p = ops.table(s.zip(lam, lambda a, b: a - b[..., None]), "pexp")
-    p = p.map(lambda t: t * mask.to(t.dtype))
+    if ops.scores is not None:  # calibration: each row's largest score
+        t = s.f.detach() if s.f is not None else s.i.float()
+        ops.scores.append(t.masked_fill(mask == 0, float("-inf")).amax(-1).flatten())
+    p = _V()
+    if s.i is not None:  # the integer softmax: exp lookup, sum, log lookup, exp lookup
+        e = ops.table(_V(None, s.i), "exp").i * mask
+        lam = ops.table(_V(None, e.sum(-1)), "log").i
+        p.i = ops.table(_V(None, s.i - lam[..., None]), "pexp").i * mask
+    if s.f is not None:  # the float forward's softmax is the exact one, scaled by P
+        z = (cfg.beta * s.f).masked_fill(mask == 0, float("-inf"))
+        p.f = ops._ste(cfg.prob_max * torch.softmax(z, -1), p.i) if p.i is not None \
+            else cfg.prob_max * torch.softmax(z, -1)
     o = p.zip(v.map(heads), lambda a, b: torch.einsum("bgij,bjgc->bigc", a, b))
     return o.map(lambda t: t.reshape(t.shape[0], T, H * dh))
 
@@ -395,8 +424,13 @@ def to_dnet(model: Transformer, name: str = "transformer", comment: str = "") ->
     w(f"network {name}")
     w(f"# {cfg}")
     w()
+    for layer, cap in enumerate(model.caps.tolist()):
+        for t in tables(cfg, cap).values():
+            if t.name in ("exp", "log"):  # around the layer's score cap
+                w(f"table {t.name}{layer} = lut({t.lo}..{t.hi}, [{', '.join(map(str, t.values))}])")
     for t in tables(cfg).values():
-        w(f"table {t.name} = lut({t.lo}..{t.hi}, [{', '.join(map(str, t.values))}])")
+        if t.name not in ("exp", "log"):
+            w(f"table {t.name} = lut({t.lo}..{t.hi}, [{', '.join(map(str, t.values))}])")
     w()
     e = model.embed
     Win, bin_, pos = _ints(e["W"]), _ints(e["b"]), _ints(e["pos"])
@@ -476,8 +510,8 @@ def _write_head(w: _Writer, l: int, g: int, i: int, dh: int) -> None:
     tag = f"{l}_{g}_{i}"
     for j in range(i + 1):  # causal: token i attends to tokens 0..i
         w(f"neuron s{tag}_{j} : identity = dot(q{l}_{i}[{a}:{b}], k{l}_{j}[{a}:{b}])")
-        w(f"neuron e{tag}_{j} : lut(exp) = s{tag}_{j}")
-    w(f"neuron lam{tag} : lut(log) = " + " + ".join(f"e{tag}_{j}" for j in range(i + 1)))
+        w(f"neuron e{tag}_{j} : lut(exp{l}) = s{tag}_{j}")
+    w(f"neuron lam{tag} : lut(log{l}) = " + " + ".join(f"e{tag}_{j}" for j in range(i + 1)))
     for j in range(i + 1):
         w(f"neuron p{tag}_{j} : lut(pexp) = s{tag}_{j} - lam{tag}")
         w(f"neuron pv{tag}_{j}[{dh}] : product(p{tag}_{j}, v{l}_{j}[{a}:{b}])")
@@ -497,14 +531,45 @@ def _write_mlp(w: _Writer, cfg: TransformerConfig, l: int, i: int, blk, mid: str
     w.bias(f"h{l + 1}_{i}", _ints(blk["b2"]))
 
 
-def netlist(model: Transformer, name: str = "transformer"):
-    """The validated Netlist of `to_dnet(model)`."""
+def netlist(model: Transformer, name: str = "transformer", check: bool = True):
+    """The validated Netlist of `to_dnet(model)`; with `check`, refused (VoodooError) if a
+    proven range cannot live in a map (see check_ranges)."""
     from dsl.parser import parse
 
-    return parse(to_dnet(model, name), f"{name}.dnet")
+    net = parse(to_dnet(model, name), f"{name}.dnet")
+    if check:
+        check_ranges(net)
+    return net
 
 
 def flat_inputs(x) -> np.ndarray:
     """(batch, tokens, features) -> (batch, tokens * features), the netlist's input order."""
     x = np.asarray(x)
     return x.reshape(x.shape[0], -1)
+
+
+# Light levels hold -32768..32767 (mapgen/physics.py); every accumulator lives in one.
+LIGHT_LIMIT = 32767
+_FIXES = {  # by the role a node's name starts with (docs/transformer.md, "Names")
+    "h": "smaller embedding weights or input range, or requantise the attention output "
+         "(attn_max > 0)",
+    "r": "requantise the attention output (attn_max > 0) or use smaller Wo",
+    "q": "a larger s_qkv or smaller weights into q, k, v",
+    "s": "a smaller qk (scores span head_dim * qk^2)",
+    "o": "a smaller v or prob_max, or fewer tokens",
+    "logits": "smaller head weights, or requantise the attention output (attn_max > 0)",
+}
+_FIXES["k"] = _FIXES["v"] = _FIXES["f"] = _FIXES["q"]
+
+
+def check_ranges(net) -> None:
+    """Refuse a transformer netlist whose proven ranges break an engine limit, naming the
+    first node (in dependency order) and the configuration change that fixes it."""
+    for n in net.nodes:
+        r = net.acc_range[n.id]
+        if max(abs(r.lo), abs(r.hi)) > LIGHT_LIMIT:
+            role = re.match(r"[a-z]*", n.group).group(0)
+            fix = _FIXES.get(role, "smaller weights or ranges before this node")
+            raise VoodooError(f"{net.source}: the accumulator of '{n.name}' can reach {r} "
+                              f"(proven range), beyond the light levels -32768..32767 that "
+                              f"hold it in a map\n    hint: {fix}")
