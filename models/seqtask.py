@@ -103,10 +103,14 @@ def main(argv=None) -> int:
     p.add_argument("--float-epochs", type=int, default=10)
     p.add_argument("--qat-epochs", type=int, default=12)
     p.add_argument("--weights", help="also save the torch state here (Transformer.from_state)")
+    p.add_argument("--from-weights", help="skip training: write the netlist of this state")
     args = p.parse_args(argv)
     torch.set_num_threads(1)  # a tiny model: threads only contend
-    model = train(DEMO, seed=args.seed, float_epochs=args.float_epochs,
-                  qat_epochs=args.qat_epochs)
+    if args.from_weights:
+        model = Transformer.from_state(torch.load(args.from_weights))
+    else:
+        model = train(DEMO, seed=args.seed, float_epochs=args.float_epochs,
+                      qat_epochs=args.qat_epochs)
     x, y = held_out(2000)
     report = evaluate(model, x, y)
     print(report)

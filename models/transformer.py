@@ -132,6 +132,12 @@ def tables(cfg: TransformerConfig, cap: int | None = None) -> dict[str, Table]:
         "pexp": Table("pexp", -w_p, tuple(min(P, _round(P * math.exp(b * dd)))
                                           for dd in range(-w_p, 1))),
     }
+    # The binary digits of a requantised value v + V in 0..2V, as lookups of the relu's
+    # accumulator (the netlist multiplies p by v digit by digit, see _write_head).
+    sv = cfg.s_qkv
+    for m in range((2 * cfg.v).bit_length()):
+        out[f"vbit{m}"] = Table(f"vbit{m}", 0, tuple((min(a // sv, 2 * cfg.v) >> m) & 1
+                                                     for a in range(0, 2 * cfg.v * sv + 1)))
     if cfg.norm != "none":
         N, s, d = cfg.norm_max, cfg.s_norm, cfg.d_model
         lo = -(N + 1) * s
@@ -443,7 +449,7 @@ def to_dnet(model: Transformer, name: str = "transformer", comment: str = "") ->
     for layer, blk in enumerate(model.blocks):
         last = layer == cfg.layers - 1
         rows = [cfg.tokens - 1] if last else list(range(cfg.tokens))
-        _write_layer(w, cfg, layer, blk, rows)
+        _write_layer(w, cfg, layer, blk, rows, int(model.caps[layer]))
     d = cfg.d_model
     w()
     w("# the head: logits from the last token")
@@ -471,7 +477,8 @@ def _write_norm(w: _Writer, cfg: TransformerConfig, src: str, tag: str) -> str:
     return f"y{tag}"
 
 
-def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int]) -> None:
+def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int],
+                 cap: int) -> None:
     """One block: attention for the query tokens `rows` (keys and values of every token),
     the residual add, the MLP (docs/transformer.md)."""
     d, T, H, dh = cfg.d_model, cfg.tokens, cfg.heads, cfg.head_dim
@@ -483,14 +490,16 @@ def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int
     for t in range(T):
         src[t] = _write_norm(w, cfg, f"h{l}_{t}", f"{l}_{t}") if cfg.norm != "none" \
             else f"h{l}_{t}"
-        for n, Q in (("k", cfg.qk), ("v", cfg.v)) + ((("q", cfg.qk),) if t in rows else ()):
-            w.requant(src[t], f"{n}{l}_{t}", d, W[n][0], W[n][1], cfg.s_qkv, -Q, Q)
+        for n in ("k", "q") if t in rows else ("k",):
+            w.requant(src[t], f"{n}{l}_{t}", d, W[n][0], W[n][1], cfg.s_qkv, -cfg.qk, cfg.qk)
+        _write_value_bits(w, cfg, f"{l}_{t}", src[t], *W["v"])
+    B = cfg.head_dim * cfg.qk ** 2 - min(tables(cfg, cap)["log"].values) - tables(cfg)["pexp"].lo
     for i in rows:
         w()
         w(f"# layer {l}, query token {i}: scores, integer softmax, weighted sum of values")
         w.vec(f"o{l}_{i}", d, "identity")
         for g in range(H):
-            _write_head(w, l, g, i, dh)
+            _write_head(w, cfg, l, g, i, B)
         o = f"o{l}_{i}"
         if cfg.attn_max:
             w.requant(o, f"oc{l}_{i}", d, None, 0, cfg.s_attn, -cfg.attn_max, cfg.attn_max)
@@ -505,17 +514,42 @@ def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int
             _write_mlp(w, cfg, l, i, blk, mid)
 
 
-def _write_head(w: _Writer, l: int, g: int, i: int, dh: int) -> None:
+def _write_value_bits(w: _Writer, cfg: TransformerConfig, tag: str, src: str, W, b) -> None:
+    """v = clamp(round((W a + b) / s), -V, V) as the binary digits of v + V (one lookup of
+    the same accumulator each), so that p * v needs no product level (_write_head)."""
+    d, V, s = cfg.d_model, cfg.v, cfg.s_qkv
+    bits = (2 * V).bit_length()
+    w(f"# v{tag} = " + " + ".join(f"{1 << m}*vb{tag}_{m}" for m in range(bits)) + f" - {V}")
+    for m in range(bits):
+        w.vec(f"vb{tag}_{m}", d, f"lut(vbit{m})")
+        w.dense(src, f"vb{tag}_{m}", W)
+        w.bias(f"vb{tag}_{m}", np.asarray(b) + V * s + s // 2)
+
+
+def _write_head(w: _Writer, cfg: TransformerConfig, l: int, g: int, i: int, B: int) -> None:
+    """Scores, the integer softmax and o = sum_j p_j v_j for one head and query token.
+    p * v = sum_m 2^m p * bit_m - V p, and p * bit = PEXP(s - lam - B + B bit): B is large
+    enough that PEXP(anything - B) = 0, so one lookup level gives every product."""
+    dh, V = cfg.head_dim, cfg.v
     a, b = g * dh, (g + 1) * dh
     tag = f"{l}_{g}_{i}"
     for j in range(i + 1):  # causal: token i attends to tokens 0..i
         w(f"neuron s{tag}_{j} : identity = dot(q{l}_{i}[{a}:{b}], k{l}_{j}[{a}:{b}])")
         w(f"neuron e{tag}_{j} : lut(exp{l}) = s{tag}_{j}")
     w(f"neuron lam{tag} : lut(log{l}) = " + " + ".join(f"e{tag}_{j}" for j in range(i + 1)))
+    w(f"# o{l}_{i}[{a}:{b}] = sum_j p_j * v{l}_j[{a}:{b}], digit by digit: "
+      f"pb_j_m = p_j * vb{l}_j_m = pexp(s_j - lam - {B} + {B}*vb{l}_j_m)")
     for j in range(i + 1):
         w(f"neuron p{tag}_{j} : lut(pexp) = s{tag}_{j} - lam{tag}")
-        w(f"neuron pv{tag}_{j}[{dh}] : product(p{tag}_{j}, v{l}_{j}[{a}:{b}])")
-        w.diag(f"pv{tag}_{j}", f"o{l}_{i}[{a}:{b}]", dh)
+        w(f"lines p{tag}_{j} -> o{l}_{i}[{a}:{b}] all {-V}")
+        for m in range((2 * V).bit_length()):
+            pb = f"pb{tag}_{j}_{m}"
+            w.vec(pb, dh, "lut(pexp)")
+            w(f"lines s{tag}_{j} -> {pb} all 1")
+            w(f"lines lam{tag} -> {pb} all -1")
+            w.diag(f"vb{l}_{j}_{m}[{a}:{b}]", pb, dh, B)
+            w.bias(pb, [-B] * dh)
+            w.diag(pb, f"o{l}_{i}[{a}:{b}]", dh, 1 << m)
 
 
 def _write_mlp(w: _Writer, cfg: TransformerConfig, l: int, i: int, blk, mid: str) -> None:

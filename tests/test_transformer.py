@@ -104,7 +104,7 @@ def _random_model(seed, **kw) -> Transformer:
     model = Transformer(cfg, seed)
     with torch.no_grad():  # weights of a few units, so that rounding keeps something
         for p in model.parameters():
-            p.mul_(3)
+            p.mul_(2)
     model.calibrate(torch.randint(0, 8, (64, cfg.tokens, cfg.features)))
     return model
 
