@@ -79,21 +79,27 @@ def _epochs(model, x, y, mode: str, epochs: int, lr: float, seed: int, bar=None)
             bar.set_postfix(mode=mode, loss=f"{loss.item():.3f}")
 
 
-def train(cfg: TransformerConfig = DEMO, n_train: int = 6000, float_epochs: int = 10,
-          qat_epochs: int = 12, seed: int = 0, progress: bool = True) -> Transformer:
-    """Float training; each layer's score cap calibrated on the training data; then
-    quantisation-aware fine-tuning through the integer forward (with the float loss kept,
-    so that the two forwards agree)."""
+def fit(model: Transformer, x, y, float_epochs: int = 10, qat_epochs: int = 12,
+        seed: int = 0, progress: bool = True) -> Transformer:
+    """Train any Transformer on integer sequences x (n, tokens, features) and classes y:
+    float epochs; each layer's score cap calibrated on x; then quantisation-aware epochs
+    through the integer forward (with the float loss kept, so that the two agree)."""
     from tqdm import tqdm
 
     torch.manual_seed(seed)
-    x, y = argmax_task(n_train, cfg.tokens, cfg.in_hi + 1, seed)
-    model = Transformer(cfg, seed)
     with tqdm(total=float_epochs + qat_epochs, disable=not progress, desc="train") as bar:
         _epochs(model, x, y, "float", float_epochs, 0.03, seed, bar)
         model.calibrate(torch.as_tensor(x[:2000]))
         _epochs(model, x, y, "qat", qat_epochs, 0.03, seed + 1, bar)
     return model
+
+
+def train(cfg: TransformerConfig = DEMO, n_train: int = 6000, float_epochs: int = 10,
+          qat_epochs: int = 12, seed: int = 0, progress: bool = True) -> Transformer:
+    """The demo: a fresh model fitted to `n_train` sequences of the argmax task."""
+    torch.manual_seed(seed)
+    x, y = argmax_task(n_train, cfg.tokens, cfg.in_hi + 1, seed)
+    return fit(Transformer(cfg, seed), x, y, float_epochs, qat_epochs, seed, progress)
 
 
 def main(argv=None) -> int:

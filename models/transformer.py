@@ -18,11 +18,15 @@ API (what a model that builds on this one needs)::
                             layers=1, mlp=0, classes=8, norm="rms")   # norm: rms|layer|none
     model = Transformer(cfg)          # a torch.nn.Module; x: (batch, tokens, features)
     logits = model(x)                 # float forward (train with any torch optimiser)
+    model.calibrate(x)                # each layer's score cap, from data (before qat)
     logits = model(x, mode="qat")     # integer values, straight-through gradients
     ints = model(x, mode="int")       # exact int64 logits
+    from models.seqtask import fit
+    fit(model, x, y)                  # float epochs, calibrate, quantisation-aware epochs
     text = to_dnet(model)             # readable .dnet (tables, dot(), product vectors)
     from models import from_torch
-    net = from_torch(model)           # the validated Netlist (ranges proven)
+    net = from_torch(model)           # the validated Netlist (ranges proven; refused if a
+                                      # range cannot live in a map, naming node and fix)
     model = Transformer.from_state(torch.load(path))   # config + weights, saved by .state()
 
 Inputs are integers in in_lo..in_hi, `features` per token, declared token by token as
@@ -213,13 +217,17 @@ class _Ops:
         f = None if x.f is None else torch.clamp(x.f / s, lo, hi)
         i = None if x.i is None else torch.clamp(
             torch.div(x.i + (s // 2 if half else 0), s, rounding_mode="floor"), lo, hi)
-        return _V(f if i is None else self._ste(f, i) if f is not None else None, i)
+        return self._pair(f, i)
+
+    def _pair(self, f, i) -> _V:
+        """A rounded value: the integer, and in qat its straight-through float."""
+        return _V(None if f is None else f if i is None else self._ste(f, i), i)
 
     def table(self, x: _V, name: str, float_too: bool = True) -> _V:
         t = self.tables[name]
         f = None if x.f is None or not float_too else _float_fn(self.cfg, name)(x.f)
         i = None if x.i is None else self._t[name][torch.clamp(x.i, t.lo, t.hi) - t.lo]
-        return _V(f if i is None else self._ste(f, i) if f is not None else None, i)
+        return self._pair(f, i)
 
 
 def integer(W) -> torch.Tensor:
@@ -450,14 +458,12 @@ def to_dnet(model: Transformer, name: str = "transformer", comment: str = "") ->
         last = layer == cfg.layers - 1
         rows = [cfg.tokens - 1] if last else list(range(cfg.tokens))
         _write_layer(w, cfg, layer, blk, rows, int(model.caps[layer]))
-    d = cfg.d_model
     w()
     w("# the head: logits from the last token")
     w(f"neuron logits[{cfg.classes}] : identity")
     w.dense(f"h{cfg.layers}_{cfg.tokens - 1}", "logits", _ints(model.head["W"]))
     w.bias("logits", _ints(model.head["b"]))
     w("output logits")
-    assert d
     return "\n".join(w.lines) + "\n"
 
 

@@ -27,6 +27,7 @@ CAPS = st.integers(-20, 100)
 
 
 # ------------------------------------------------------------ each piece vs float
+@settings(deadline=None)  # the first example loads the parser
 @given(CAPS, st.integers(-200, 200))
 def test_exp_lookup_rounds_the_exponential(cap, s):
     t = tables(CFG, cap)["exp"]
@@ -35,6 +36,7 @@ def test_exp_lookup_rounds_the_exponential(cap, s):
     assert abs(e - exact) <= 0.5
 
 
+@settings(deadline=None)  # the first example loads the parser
 @given(CAPS, st.integers(0, CFG.tokens * CFG.exp_max))
 def test_log_lookup_rounds_the_log_sum(cap, S):
     lam = tables(CFG, cap)["log"].values[S]
@@ -42,6 +44,7 @@ def test_log_lookup_rounds_the_log_sum(cap, S):
     assert abs(lam - exact) <= 0.5
 
 
+@settings(deadline=None)  # the first example loads the parser
 @given(st.integers(-300, 50))
 def test_pexp_lookup_is_a_clamped_rounded_exponential(dd):
     t = tables(CFG)["pexp"]
@@ -50,6 +53,7 @@ def test_pexp_lookup_is_a_clamped_rounded_exponential(dd):
     assert abs(p - exact) <= 0.5
 
 
+@settings(deadline=None)  # the first example loads the parser
 @given(st.lists(st.integers(-40, 40), min_size=8, max_size=8), st.integers(0, 8))
 def test_integer_softmax_row_is_near_the_float_softmax(scores, width):
     """With the cap at the row's largest score, every weight is within 1.5 of
@@ -69,6 +73,7 @@ def test_integer_softmax_row_is_near_the_float_softmax(scores, width):
     assert np.all(np.abs(p - CFG.prob_max * z / z.sum()) <= 1.5)
 
 
+@settings(deadline=None)  # the first example loads the parser
 @given(st.integers(-5000, 5000), st.sampled_from([1, 2, 7, 16, 32]), st.integers(1, 7))
 def test_requantisation_rounds_half_up_and_clamps(acc, s, Q):
     """q = clamp(floor((acc + s//2) / s), -Q, Q), written as a relu: identical, and within
@@ -80,6 +85,7 @@ def test_requantisation_rounds_half_up_and_clamps(acc, s, Q):
     assert abs(q - min(max(acc / s, -Q), Q)) <= 0.5
 
 
+@settings(deadline=None)  # the first example loads the parser
 @given(st.lists(st.integers(-60, 60), min_size=8, max_size=8), st.sampled_from(["rms", "layer"]))
 def test_norm_pieces_match_float_normalisation(h, kind):
     """u = clamp(round(z / s)), rho = round(K sqrt(d / sum u^2)), y = u * rho: y is within
@@ -184,7 +190,7 @@ output s, e, sc, pq
 """
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-2, 2), min_size=8, max_size=8), st.integers(0, 3))
 def test_vector_forms_compute_their_definition(qk, c):
     q, k = np.array(qk[:4]), np.array(qk[4:])
