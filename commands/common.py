@@ -18,8 +18,10 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
-def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None):
-    """(netlist, compiled maps, tiles or None) for a netlist file."""
+def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None,
+               door_budget: int | None = None):
+    """(netlist, compiled maps, tiles or None) for a netlist file. `door_budget` splits
+    staircases into parallel sub-lanes (one map only)."""
     from dsl import load
     from dsl.diagnostics import VoodooError
 
@@ -27,8 +29,11 @@ def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str |
     from mapgen.tiles import compile_tiles, plan_tiles
 
     net = load(path)
+    if door_budget is not None and (tiles is not None or door_budget < 1):
+        raise VoodooError(f"--door-budget {door_budget}: give at least 1 door per sub-lane, "
+                          "for a single map (not with --tiles)")
     if tiles is None:
-        return net, [compile_netlist(net, title=title, acc=acc)], None
+        return net, [compile_netlist(net, title=title, acc=acc, door_budget=door_budget)], None
     if tiles != "auto" and not (tiles.isdigit() and int(tiles) >= 1):
         raise VoodooError(f"--tiles {tiles}: give a number of maps (1, 2, ...) or 'auto'")
     plan = plan_tiles(net, n_tiles=None if tiles == "auto" else int(tiles))

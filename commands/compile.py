@@ -11,6 +11,9 @@ def add_arguments(p) -> None:
     p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here "
                                                  "(the first map's, when tiled)")
     add_tiles_option(p)
+    p.add_argument("--door-budget", type=int, metavar="N",
+                   help="split staircases longer than N doors into parallel sub-lanes: fewer "
+                        "tics per inference, more dolls (docs/transformer.md)")
     add_acc_option(p)
 
 
@@ -20,7 +23,8 @@ def run(args) -> int:
     from commands.common import build_maps, default_wad
     from mapgen.compile import write_wad
 
-    net, maps, tiles = build_maps(args.file, args.tiles, args.acc, args.title)
+    net, maps, tiles = build_maps(args.file, args.tiles, args.acc, args.title,
+                                  args.door_budget)
     out = args.output or default_wad(net.name)
     write_wad(out, maps, net, tiles)
     if args.acs:

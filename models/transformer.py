@@ -223,9 +223,9 @@ class _Ops:
         """A rounded value: the integer, and in qat its straight-through float."""
         return _V(None if f is None else f if i is None else self._ste(f, i), i)
 
-    def table(self, x: _V, name: str, float_too: bool = True) -> _V:
+    def table(self, x: _V, name: str) -> _V:
         t = self.tables[name]
-        f = None if x.f is None or not float_too else _float_fn(self.cfg, name)(x.f)
+        f = None if x.f is None else _float_fn(self.cfg, name)(x.f)
         i = None if x.i is None else self._t[name][torch.clamp(x.i, t.lo, t.hi) - t.lo]
         return self._pair(f, i)
 

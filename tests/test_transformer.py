@@ -244,3 +244,22 @@ def test_split_lanes_compute_the_same_and_keep_phases(budget):
 def test_split_lanes_refuses_a_budget_below_one():
     with pytest.raises(CompileError, match="door budget 0"):
         split_lanes(lower(load(os.path.join(ROOT, "circuits", "softmax.dnet"))).lanes, 0)
+
+
+def test_cli_door_budget(tmp_path):
+    import subprocess
+    import sys
+
+    def build(*args):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "compile",
+                               os.path.join(ROOT, "circuits", "softmax.dnet"),
+                               "-o", str(tmp_path / "s.wad"), *args],
+                              capture_output=True, text=True)
+
+    r = build("--door-budget", "2")
+    assert r.returncode == 0 and "phases" in r.stdout, r.stderr
+    whole = build()
+    tics = [int(p.stdout.split("tics per inference")[1].split()[0]) for p in (r, whole)]
+    assert tics[0] < tics[1]
+    r = build("--door-budget", "0")
+    assert r.returncode != 0 and "--door-budget 0" in r.stderr and "Traceback" not in r.stderr

@@ -42,3 +42,30 @@ def test_trained_transformer_exact_in_engine(tmp_path, trained, chunk):
         # The debug read-back covers every node of the lowered netlist (not a subset).
         assert set(runner.read_all()) == set(reference_labels(net, low, xs[part[0]]))
     assert right >= 0.95 * len(part)
+
+
+@pytest.mark.parametrize("budget", [1, 3])
+def test_split_lanes_exact_in_engine(tmp_path, budget):
+    """Sub-lanes in ViZDoom on other netlists too: hand-built softmax and RMSNorm and random
+    networks with long, far-apart staircases; every light read back; same WAD twice."""
+    from dsl.random_net import mlp
+    from test_engine_maps import edge_and_random_inputs, wide_net
+
+    nets = [load(os.path.join(ROOT, "circuits", f)) for f in ("softmax.dnet", "rmsnorm.dnet")]
+    nets += [wide_net(budget), mlp(budget, [3, 5, 2], in_range=(0, 15), weight=5,
+                                   gates=("relu", "lut"))]
+    for k, net in enumerate(nets):
+        cm = compile_netlist(net, door_budget=budget)
+        assert max(len(ln.doors) for ln in cm.circuit.lanes
+                   if ln.source[0] == "light") <= budget
+        path = os.path.join(str(tmp_path), f"n{k}.wad")
+        write_wad(path, [cm], net)
+        again = os.path.join(str(tmp_path), "again.wad")
+        write_wad(again, [compile_netlist(net, door_budget=budget)], net)
+        with open(path, "rb") as a, open(again, "rb") as b:
+            assert a.read() == b.read()
+        low = lower_products(net)
+        with MapRunner(path, cm.manifest) as runner:
+            for x in edge_and_random_inputs(net, 2, k):
+                c = compare(runner, net, low, x, debug=True)
+                assert c.exact, f"{net.name} {x}: {c.first_divergence or (c.engine, c.reference)}"
