@@ -69,3 +69,30 @@ def test_split_lanes_exact_in_engine(tmp_path, budget):
             for x in edge_and_random_inputs(net, 2, k):
                 c = compare(runner, net, low, x, debug=True)
                 assert c.exact, f"{net.name} {x}: {c.first_divergence or (c.engine, c.reference)}"
+
+
+@pytest.mark.parametrize("norm,mlp,attn", [("rms", 3, 0), ("layer", 2, 4)])
+def test_norms_and_mlp_exact_in_engine(tmp_path, norm, mlp, attn):
+    """RMSNorm, LayerNorm (centring, squares, reciprocal square root, products, folded gain
+    and bias), the ReLU MLP and the requantised attention output, in the map."""
+    import torch
+
+    from models import from_torch
+    from models.transformer import Transformer, TransformerConfig, flat_inputs
+
+    cfg = TransformerConfig(tokens=3, d_model=4, heads=1, in_hi=7, classes=3, norm=norm,
+                            mlp=mlp, attn_max=attn, qk=3, s_qkv=8)
+    model = Transformer(cfg, seed=4)
+    gen = torch.Generator().manual_seed(5)
+    model.calibrate(torch.randint(0, 8, (64, 3, 1), generator=gen))
+    net = from_torch(model, name=f"tf_{norm}")
+    cm = compile_netlist(net, door_budget=2)
+    path = os.path.join(str(tmp_path), "t.wad")
+    write_wad(path, [cm], net)
+    low = lower_products(net)
+    x = torch.randint(0, 8, (6, 3, 1), generator=gen)
+    want = model(x, mode="int").tolist()
+    with MapRunner(path, cm.manifest) as runner:
+        for xs, w in zip(flat_inputs(x).tolist(), want):
+            c = compare(runner, net, low, xs, debug=True)
+            assert c.exact and c.engine == w, c.first_divergence or (c.engine, c.reference, w)
