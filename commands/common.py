@@ -51,17 +51,23 @@ def check_tiles(tiles: str | None) -> int | str | None:
     return int(tiles)
 
 
-def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None = None):
-    """(netlist, compiled maps, tiles or None) for a netlist file (or a loaded netlist)."""
+def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None = None,
+               door_budget: int | None = None):
+    """(netlist, compiled maps, tiles or None) for a netlist file (or a loaded netlist).
+    `door_budget` splits staircases into parallel sub-lanes (one map only)."""
     from dsl import load
+    from dsl.diagnostics import VoodooError
 
     from mapgen.compile import compile_netlist
     from mapgen.tiles import compile_tiles, plan_tiles
 
     n_tiles = check_tiles(tiles)
     net = load(path) if isinstance(path, str) else path
+    if door_budget is not None and (n_tiles is not None or door_budget < 1):
+        raise VoodooError(f"--door-budget {door_budget}: give at least 1 door per sub-lane, "
+                          "for a single map (not with --tiles)")
     if n_tiles is None:
-        return net, [compile_netlist(net, title=title, acc=acc)], None
+        return net, [compile_netlist(net, title=title, acc=acc, door_budget=door_budget)], None
     plan = plan_tiles(net, n_tiles=None if n_tiles == "auto" else n_tiles)
     return net, compile_tiles(plan, title or net.name, acc=acc), plan
 

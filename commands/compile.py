@@ -15,6 +15,9 @@ def add_arguments(p) -> None:
     p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here "
                                                  "(the first map's, when tiled)")
     add_tiles_option(p)
+    p.add_argument("--door-budget", type=int, metavar="N",
+                   help="split staircases longer than N doors into parallel sub-lanes: fewer "
+                        "tics per inference, more dolls (docs/transformer.md)")
     add_acc_option(p)
 
 
@@ -32,7 +35,7 @@ def run(args) -> int:
     out = output_path(args.output, default_wad(net.name), sources=(args.file,))
     if args.acs is not None and os.path.abspath(args.acs) == os.path.abspath(out):
         raise VoodooError(f"--acs {args.acs}: the same file as the WAD")
-    net, maps, tiles = build_maps(net, args.tiles, args.acc, args.title)
+    net, maps, tiles = build_maps(net, args.tiles, args.acc, args.title, args.door_budget)
     _write(out, args.acs, maps, net, tiles)
     print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else ""))
     for m in maps:

@@ -32,7 +32,8 @@ class NetBuilder:
         self.scalar: dict[str, bool] = {}
         self.inputs: list[int] = []
         self.outputs: list[tuple[int, Pos]] = []
-        self._pending_products: list[tuple[int, object, object, Pos]] = []
+        # product node id -> (operand a, operand b, Pos, element index or None)
+        self._pending_products: dict[int, tuple[object, object, Pos, int | None]] = {}
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
         self._macro_deps: dict[int, list[int]] = {}
@@ -87,11 +88,64 @@ class NetBuilder:
             lo, hi = hi, lo
         self.declare(name, size, Input(lo, hi), pos)
 
-    def declare_product(self, name: str, a, b, pos: Pos) -> None:
-        """a, b: (group, index|None, Pos) references, resolved once everything is declared."""
-        ids = self.declare(name, None, Identity(), pos)
-        if ids:
-            self._pending_products.append((ids[0], a, b, pos))
+    def declare_product(self, name: str, a, b, pos: Pos, size: int | None = None) -> list[int]:
+        """a, b: operand references resolved once everything is declared: a node id, or
+        (group, selector, Pos) with selector None (a scalar or a whole vector), an index, or
+        ("slice", start, stop). A product vector (size N) multiplies element-wise; an
+        operand of one element is used for every element (a scalar times a vector)."""
+        ids = self.declare(name, size, Identity(), pos)
+        for k, nid in enumerate(ids):
+            self._pending_products[nid] = (a, b, pos, None if size is None else k)
+        return ids
+
+    def declare_pairs(self, name: str, pairs: list[tuple[int, int]], pos: Pos) -> list[int]:
+        """A product vector whose operands are already resolved: element i = a_i * b_i."""
+        ids = self.declare(name, len(pairs), Identity(), pos)
+        for k, (nid, (a, b)) in enumerate(zip(ids, pairs)):
+            self._pending_products[nid] = (a, b, pos, k)
+        return ids
+
+    def _width(self, spec) -> int:
+        """How many elements a product operand names (1 if unknown: reported elsewhere)."""
+        if isinstance(spec, int) or spec[0] not in self.groups:
+            return 1
+        n = len(self.groups[spec[0]])
+        if isinstance(spec[1], tuple):
+            return (n if spec[1][2] is None else spec[1][2]) - (spec[1][1] or 0)
+        return 1 if spec[1] is not None else n
+
+    def _operand(self, spec, k: int | None, size: int | None, quiet: bool) -> int | None:
+        """Element k of a product operand (see declare_product); errors once, at k 0."""
+        if isinstance(spec, int):
+            return spec
+        group, sel, pos = spec
+        loud = not quiet and not k
+        if group not in self.groups:
+            if loud:
+                self.resolve(group, None, pos)
+            return None
+        ids = self.groups[group]
+        if isinstance(sel, tuple):
+            lo = 0 if sel[1] is None else sel[1]
+            hi = len(ids) if sel[2] is None else sel[2]
+            if not 0 <= lo < hi <= len(ids):
+                if loud:
+                    self.resolve_vector(group, lo, hi, pos)
+                return None
+            ids = ids[lo:hi]
+        elif sel is not None or k is None:
+            return self.resolve_quiet(group, sel, pos) if quiet else \
+                (self.resolve(group, sel, pos) if loud else self.resolve_quiet(group, sel, pos))
+        if len(ids) == 1:
+            return ids[0]
+        if k is None or len(ids) != size:
+            if loud:
+                self.error(pos, f"product operand '{group}' has {len(ids)} elements but the "
+                                f"product has {1 if size is None else size}",
+                           "operands are one element (used for every element) or a vector "
+                           "of the product's size")
+            return None
+        return ids[k]
 
     def declare_macro(self, name: str, kind: str, args: list, pos: Pos, decl_pos: Pos) -> None:
         """An operation such as select(c, a, b); args as make_gate receives them."""
@@ -148,7 +202,7 @@ class NetBuilder:
             self.error(pos, f"lines cannot end at input '{node.name}'",
                        "inputs get their value from outside; connect to a neuron")
             return False
-        if any(p[0] == dst for p in self._pending_products):
+        if dst in self._pending_products:
             self.error(pos, f"lines cannot end at product '{node.name}'",
                        "a product multiplies its two operands; add lines to a neuron that reads it")
             return False
@@ -196,9 +250,16 @@ class NetBuilder:
 
     # -- finishing --------------------------------------------------------------------------
     def build(self) -> Netlist:
-        for nid, a, b, pos in self._pending_products:
-            ia = self.resolve(*a)
-            ib = self.resolve(*b)
+        for nid, (a, b, pos, k) in self._pending_products.items():
+            size = None if k is None else len(self.groups[self.nodes[nid].group])
+            if k == 0 and size > 1 and not isinstance(a, int) \
+                    and self._width(a) == self._width(b) == 1:
+                self.error(pos, "a product neuron is a scalar unless an operand is a vector",
+                           "write 'neuron p : product(a, b)', or multiply a vector: "
+                           "product(x[0:2], y)")
+                continue
+            ia = self._operand(a, k, size, quiet=False)
+            ib = self._operand(b, k, size, quiet=False)
             if ia is not None and ib is not None:
                 node = self.nodes[nid]
                 node.gate = Product(ia, ib)
@@ -263,10 +324,11 @@ class NetBuilder:
         return order
 
     def _sources(self, i: int) -> list[int]:
-        for nid, a, b, pos in self._pending_products:
-            if nid == i:
-                ids = [self.resolve_quiet(*a), self.resolve_quiet(*b)]
-                return [x for x in ids if x is not None]
+        if i in self._pending_products:
+            a, b, _, k = self._pending_products[i]
+            size = None if k is None else len(self.groups[self.nodes[i].group])
+            ids = [self._operand(a, k, size, True), self._operand(b, k, size, True)]
+            return [x for x in ids if x is not None]
         return list(self.nodes[i].weights) + self._macro_deps.get(i, [])
 
     def resolve_quiet(self, group, index, pos) -> int | None:

@@ -23,8 +23,12 @@ from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
 FORMAT = "voodoonet.netlist"
 VERSION = 1
 # fullmatch, never `$`: `$` also matches before a trailing newline ("zz\n").
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
-_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,99})(?:\[([0-9]{1,9})\])?")
+# The network's name becomes a file name: plain. Vector names may hold dots: the hidden
+# products of a*b and dot(u, v) terms (DST.mul0, DST.dot1).
+_NET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_SEGMENT = r"[A-Za-z_][A-Za-z0-9_]{0,99}"
+_NAME = re.compile(rf"{_SEGMENT}(?:\.{_SEGMENT}){{0,8}}")
+_ELEMENT = re.compile(rf"({_SEGMENT}(?:\.{_SEGMENT}){{0,8}})(?:\[([0-9]{{1,9}})\])?")
 MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
 
 # The schema of the JSON form: the keys each object may have. Types and values are checked
@@ -68,8 +72,13 @@ def to_json(net: Netlist) -> dict:
     vectors = []
     for g, ids in net.groups.items():
         first = net.nodes[ids[0]]
+        gate = gate_to_json(first.gate, net)
+        if isinstance(first.gate, Product) and first.index is not None:
+            # A product vector: element i multiplies a[i] by b[i].
+            gate = {"kind": "product", "a": [net.nodes[net.nodes[i].gate.a].name for i in ids],
+                    "b": [net.nodes[net.nodes[i].gate.b].name for i in ids]}
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
-                        "gate": gate_to_json(first.gate, net)})
+                        "gate": gate})
     lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
     bias = {n.name: n.bias for n in net.nodes if n.bias}
     return {"format": FORMAT, "version": VERSION, "name": net.name, "steps": net.steps,
@@ -129,7 +138,7 @@ def check_schema(doc, filename: str) -> None:
 
     keys(doc, TOP_KEYS, "")
     name = doc.get("name")
-    if name is not None and not (isinstance(name, str) and _NAME.fullmatch(name)):
+    if name is not None and not (isinstance(name, str) and _NET_NAME.fullmatch(name)):
         bad("name", f"network name {str(name)[:40]!r} is not a name",
             "letters, digits and _, not starting with a digit (it names the WAD file)")
     for key, kind, hint in (("lines", list, '[["x[0]", "h[1]", -2]]'), ("bias", dict, '{"h[0]": -1}'),
@@ -240,12 +249,14 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
                 continue
             args = [(None, (lo, lo + len(table) - 1), gpos), (None, table, gpos)]
         if kind == "product":
+            if size is not None:
+                pairs = _product_vector(g, size, path, element, bad)
+                if pairs is not None:
+                    products.append((v["name"], pairs, None, gpos))
+                continue
             a = element(g.get("a"), path + ".gate.a")
             c = element(g.get("b"), path + ".gate.b")
             if a is None or c is None:
-                continue
-            if size is not None:
-                bad(path, "a product is a scalar", '"size": null')
                 continue
             products.append((v["name"], a, c, gpos))
             continue
@@ -253,6 +264,11 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
         if gate is not None:
             b.declare(v["name"], size, gate, gpos)
     for name, a, c, gpos in products:
+        if c is None:  # a product vector: resolve its operand lists element by element
+            ids = [(b.resolve(*x), b.resolve(*y)) for x, y in a]
+            if all(i is not None and j is not None for i, j in ids):
+                b.declare_pairs(name, ids, gpos)
+            continue
         b.declare_product(name, a, c, gpos)
 
     for k, line in enumerate(doc.get("lines") or []):
@@ -292,3 +308,16 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
             if oi is not None:
                 b.add_output(oi, at(f"outputs[{k}]"))
     return b.build()
+
+
+def _product_vector(g: dict, size: int, path: str, element, bad):
+    """The operand lists of a product vector: {"a": [...], "b": [...]}, one per element."""
+    a, c = g.get("a"), g.get("b")
+    if not (isinstance(a, list) and isinstance(c, list) and len(a) == len(c) == size):
+        bad(path + ".gate", f"a product is a scalar unless a and b are lists: a product "
+                            f"vector of size {size} needs lists a and b of {size} elements", '{"kind": "product", "a": ["x[0]", "x[1]"], '
+                            '"b": ["y[0]", "y[1]"]}')
+        return None
+    pairs = [(element(x, f"{path}.gate.a[{i}]"), element(y, f"{path}.gate.b[{i}]"))
+             for i, (x, y) in enumerate(zip(a, c))]
+    return None if any(x is None or y is None for x, y in pairs) else pairs

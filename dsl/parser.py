@@ -14,7 +14,7 @@ import os
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from .diagnostics import CompileError, Diagnostic, Pos
+from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
 from .ir import Identity, Netlist
 from .macros import MACROS
@@ -129,6 +129,7 @@ class _Elaborator:
     def __init__(self, filename: str):
         self.file = filename
         self.b = NetBuilder(filename)
+        self.tables: dict[str, tuple[list, Pos]] = {}   # name -> (lut arguments, where)
 
     def pos(self, item) -> Pos:
         if isinstance(item, Token):
@@ -150,7 +151,10 @@ class _Elaborator:
         return self.int(num, sign)
 
     def run(self, tree: Tree) -> Netlist:
-        stmts = tree.children
+        stmts = [s for s in tree.children if s.data != "table_stmt"]
+        for s in tree.children:  # named tables first: gates may use them before their line
+            if s.data == "table_stmt":
+                self.table_stmt(s)
         decl_kinds = ("input_stmt", "neuron_stmt", "network_stmt", "steps_stmt")
         inline: list = []
         later: list = []  # (statement index, callable): connections in source order
@@ -193,17 +197,19 @@ class _Elaborator:
         if gname in MACROS:  # an operation (select, equals, ...): dsl/macros.py lowers it
             self.macro_neuron(name, size, gname, args, gate_tree, sum_tree, decl)
             return
+        if gname == "lut":
+            args = self.named_table(args, self.pos(gate_tree))
         gate = make_gate(self.b, gname, args, self.pos(gate_tree))
         if isinstance(gate, tuple):  # a product: operands resolved after all declarations
             _, a, b = gate
-            if size is not None:
-                self.b.error(self.pos(decl), "a product neuron is a scalar",
-                             f"declare it as 'neuron {name} : product(a, b)'")
+            if size is None and any(isinstance(r[1], tuple) for r in (a, b)):
+                self.b.error(self.pos(decl), "a product of slices is a vector",
+                             f"declare it as 'neuron {name}[N] : product(a[i:j], b[k:l])'")
                 return
             if sum_tree is not None:
                 self.b.error(self.pos(sum_tree), "a product neuron takes no weighted sum",
                              "feed the product into another neuron instead")
-            self.b.declare_product(name, a, b, self.pos(decl))
+            self.b.declare_product(name, a, b, self.pos(decl), size)
             return
         if gate is None:
             gate = Identity()  # placeholder so later references do not cascade into errors
@@ -243,6 +249,10 @@ class _Elaborator:
         if v.data == "ref":
             name, idx = v.children
             return (str(name), None if idx is None else self.int(idx))
+        if v.data == "slice_ref":
+            name, lo, hi = v.children
+            return (str(name), ("slice", None if lo is None else self.int(lo),
+                                None if hi is None else self.int(hi)))
         raise AssertionError(v.data)
 
     # -- connections ----------------------------------------------------------------------------
@@ -347,6 +357,9 @@ class _Elaborator:
         for sign, term in terms:
             neg = sign is not None and str(sign) == "-"
             pos = self.pos(term) if isinstance(term, Tree) else self.pos(term)
+            if term.data in ("mul", "call"):
+                self.product_term(dst, term, -1 if neg else 1, pos)
+                continue
             if term.data == "constant":
                 v = self.int(term.children[0])
                 self.b.add_bias(dst, -v if neg else v, pos)
@@ -361,3 +374,61 @@ class _Elaborator:
             src = self.b.resolve(str(name), None if idx is None else self.int(idx), self.pos(ref))
             if src is not None:
                 self.b.add_line(src, dst, -w if neg else w, pos)
+
+    # -- vector-level forms (docs/dnet.md, "Vector forms") ------------------------------------
+    def table_stmt(self, t: Tree) -> None:
+        name_tok, gate_tree = t.children
+        name, pos = str(name_tok), self.pos(name_tok)
+        gname_tok, gargs = gate_tree.children
+        if str(gname_tok) != "lut":
+            self.b.error(self.pos(gate_tree), f"table '{name}' must be a lut",
+                         "write table NAME = lut(LO..HI, [v_LO, ..., v_HI])")
+            return
+        if name in self.tables:
+            self.b.error(pos, f"table '{name}' is already defined at {self.tables[name][1]}",
+                         "give each table its own name")
+            return
+        args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        self.tables[name] = (args, pos)
+
+    def named_table(self, args: list, pos: Pos) -> list:
+        """lut(NAME) is the lut of `table NAME = lut(...)`; anything else is left alone."""
+        if len(args) != 1 or args[0][0] is not None or not isinstance(args[0][1], tuple) \
+                or not isinstance(args[0][1][0], str) or args[0][1][1] is not None:
+            return args
+        name = args[0][1][0]
+        if name not in self.tables:
+            self.b.error(args[0][2], f"unknown table '{name}'",
+                         did_you_mean(name, self.tables)
+                         or "define it with 'table NAME = lut(LO..HI, [...])'")
+            return [(None, (0, 0), pos), (None, [0], pos)]  # no cascade of errors
+        return self.tables[name][0]
+
+    def product_term(self, dst: int, term: Tree, sign: int, pos: Pos) -> None:
+        """a*b or dot(u, v) in a sum: hidden product nodes DST.mulK / DST.dotK[i], each added
+        to DST with the term's weight (names with a dot cannot clash with written names)."""
+        scale, *rest = term.children
+        w = sign * (1 if scale is None else self.int(scale))
+        dname = self.b.nodes[dst].name
+        k = sum(1 for g in self.b.groups if g.startswith(dname + "."))
+        if term.data == "mul":
+            a, b = ((str(r.children[0]), None if r.children[1] is None else
+                     self.int(r.children[1]), self.pos(r)) for r in rest)
+            for nid in self.b.declare_product(f"{dname}.mul{k}", a, b, pos):
+                self.b.add_line(nid, dst, w, pos)
+            return
+        fname, *vrefs = rest
+        vrefs = [v for v in vrefs if v is not None]
+        if str(fname) != "dot" or len(vrefs) != 2:
+            self.b.error(self.pos(fname), f"unknown function '{fname}' with {len(vrefs)} "
+                         "arguments", "a sum may use dot(u, v) of two equal-size vectors")
+            return
+        u, v = self.vref(vrefs[0]), self.vref(vrefs[1])
+        if u is None or v is None:
+            return
+        if len(u) != len(v):
+            self.b.error(pos, f"dot of vectors of different sizes ({len(u)} and {len(v)})",
+                         "give both operands the same number of elements")
+            return
+        for nid in self.b.declare_pairs(f"{dname}.dot{k}", list(zip(u, v)), pos):
+            self.b.add_line(nid, dst, w, pos)

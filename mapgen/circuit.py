@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from dsl.ir import Identity, Input, Lut, Netlist, Relu, Spike, Step
 from dsl.lower import lower_products
-from dsl.diagnostics import CompileError, Diagnostic
+from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import physics as P
 
@@ -146,14 +146,19 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
                       f"narrow its range: smaller input ranges, {fix}")
 
 
-def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset()) -> Circuit:
+def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
+          door_budget: int | None = None) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
-    outside any weight group, so that a map can rewire that one connection."""
+    outside any weight group, so that a map can rewire that one connection. With a
+    `door_budget`, staircases longer than that are split into parallel sub-lanes
+    (split_lanes)."""
     lw = _Lowering(lower_products(net), first_tag)
     lw.make_lights()
     lw.expand_identities()
     lw.make_lanes()
+    if door_budget is not None:
+        lw.lanes = split_lanes(lw.lanes, door_budget)
     lw.set_resets()
     lw.bound_lights()
     circuit = Circuit(lw.net, lw.lights, lw.lanes, lw.acc_light, lw.value_light,
@@ -164,6 +169,30 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
         lane.tid = 1000 + k
     lw.group_lines(circuit, solo)
     return circuit
+
+
+def split_lanes(lanes: list[Lane], budget: int) -> list[Lane]:
+    """Split every neuron staircase of more than `budget` doors into sub-lanes of at most
+    `budget` consecutive doors, each with a doll of its own, all in the lane's phase.
+
+    Exact because thresholds rise along a lane: the doll of a sub-lane passes its door k
+    iff the plane value reaches threshold k, and then it has reached every earlier
+    threshold too, so the same doors are passed as by the single doll, only in parallel
+    (a phase lasts as long as its longest staircase; docs/physics.md). Light bounds are
+    computed afterwards, per sub-lane, since parallel dolls add in any interleaving.
+    Input lanes (one per input slot of the bus) and spiking lanes are left whole."""
+    if budget < 1:
+        raise CompileError([Diagnostic(Pos("<compile>"), f"door budget {budget} is not positive",
+                                       "give at least 1 door per lane")])
+    out: list[Lane] = []
+    for lane in lanes:
+        if lane.role != "gate" or lane.source[0] != "light" or len(lane.doors) <= budget:
+            out.append(lane)
+            continue
+        for k in range(0, len(lane.doors), budget):
+            out.append(Lane(lane.node, lane.phase, lane.doors[k:k + budget], lane.base,
+                            lane.plane_lo, lane.plane_hi, lane.source))
+    return out
 
 
 class _Lowering:

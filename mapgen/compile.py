@@ -39,9 +39,11 @@ class CompiledMap:
 
 
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
-                    acc: str = "internal") -> CompiledMap:
+                    acc: str = "internal", door_budget: int | None = None) -> CompiledMap:
+    """`door_budget`: split staircases longer than this into parallel sub-lanes
+    (circuit.split_lanes): fewer tics per phase, more dolls."""
     title = title or net.name
-    circuit = lower(net)
+    circuit = lower(net, door_budget=door_budget)
     layout = build_layout(circuit, title)
     sched = plan(layout)
     run_all(layout, sched)

@@ -9,8 +9,13 @@ of the `dsl` language; nothing here knows about maps or the engine.
 from __future__ import annotations
 
 
-def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name="torch_net"):
-    """Import an integer nn.Sequential of Linear/ReLU layers (models/torch_import.py)."""
+def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name=None):
+    """Import a torch model as a netlist: a `models.transformer.Transformer` (its integer
+    forward, exactly; the other arguments do not apply), or an integer nn.Sequential of
+    Linear/ReLU layers (models/torch_import.py)."""
     from models.torch_import import from_torch as _from_torch
+    from models.transformer import Transformer, netlist
 
-    return _from_torch(model, input_range, scales, clamps, name)
+    if isinstance(model, Transformer):
+        return netlist(model, name or "transformer")
+    return _from_torch(model, input_range, scales, clamps, name or "torch_net")
