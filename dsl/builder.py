@@ -340,6 +340,17 @@ class NetBuilder:
         return ids[index] if 0 <= index < len(ids) else None
 
 
+# gate -> (parameters it takes, parameters it needs); lut and product take positionals.
+_GATE_PARAMS = {
+    "relu": (("s", "max"), ()),
+    "step": (("t",), ()),
+    "identity": ((), ()),
+    "spike": (("threshold", "leak", "reset", "init"), ("threshold",)),
+    "lut": ((), ()),
+    "product": ((), ()),
+}
+
+
 def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
     """Turn a gate written as name(args) into a Gate, reporting bad names and parameters.
 
@@ -347,22 +358,37 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
     lists of ints (as Python lists), or references (group, index).
     Returns a Gate, ("product", a, b) for products, or None after an error.
     """
-    err = builder.error
     if name not in GATE_NAMES:
         from .macros import MACROS
 
-        err(pos, f"unknown gate '{name}'", did_you_mean(name, (*GATE_NAMES, *MACROS))
-            or f"gates are {', '.join(GATE_NAMES)}; operations are {', '.join(MACROS)}")
+        builder.error(pos, f"unknown gate '{name}'", did_you_mean(name, (*GATE_NAMES, *MACROS))
+                      or f"gates are {', '.join(GATE_NAMES)}; operations are {', '.join(MACROS)}")
         return None
-    spec = {
-        "relu": (("s", "max"), ()),
-        "step": (("t",), ()),
-        "identity": ((), ()),
-        "spike": (("threshold", "leak", "reset", "init"), ("threshold",)),
-        "lut": ((), ()),
-        "product": ((), ()),
-    }[name]
-    allowed, required = spec
+    parsed = _gate_args(builder, name, args, pos)
+    if parsed is None:
+        return None
+    kw, positional = parsed
+    int_arg = _IntArgs(builder, name, kw)
+    if name == "identity":
+        return Identity()
+    if name == "relu":
+        s = int_arg("s", 1, 1, INT_LIMIT, " (the requantisation divisor must be positive)")
+        return Relu(s, int_arg("max", None, 0, INT_LIMIT))
+    if name == "step":
+        return Step(int_arg("t", 0))
+    if name == "spike":
+        return _spike_gate(builder, kw, int_arg)
+    if name == "lut":
+        return _lut_gate(builder, positional, pos)
+    if name == "product":
+        return _product_gate(builder, positional, pos)
+    raise AssertionError(name)
+
+
+def _gate_args(builder: NetBuilder, name: str, args: list, pos: Pos):
+    """(named parameters, positionals) of a gate, or None after an error."""
+    err = builder.error
+    allowed, required = _GATE_PARAMS[name]
     kw: dict[str, tuple[object, Pos]] = {}
     positional = []
     if name in ("lut", "product") and any(key is not None for key, _, _ in args):
@@ -389,72 +415,79 @@ def make_gate(builder: NetBuilder, name: str, args: list, pos: Pos):
         if r not in kw:
             err(pos, f"{name} needs the parameter '{r}'", f"write {name}({r}=...)")
             return None
+    return kw, positional
 
-    def int_arg(key: str, default, lo=-INT_LIMIT, hi=INT_LIMIT, what=""):
-        if key not in kw:
+
+class _IntArgs:
+    """Reads an integer parameter of a gate within bounds, reporting bad ones."""
+
+    def __init__(self, builder: NetBuilder, name: str, kw: dict):
+        self.builder, self.name, self.kw = builder, name, kw
+
+    def __call__(self, key: str, default, lo=-INT_LIMIT, hi=INT_LIMIT, what=""):
+        if key not in self.kw:
             return default
-        value, apos = kw[key]
+        value, apos = self.kw[key]
         if not isinstance(value, int):
-            err(apos, f"{name}: '{key}' must be an integer", f"write {key}=3")
+            self.builder.error(apos, f"{self.name}: '{key}' must be an integer",
+                               f"write {key}=3")
             return default
         if not lo <= value <= hi:
-            err(apos, f"{name}: {key}={_short(value)} is out of range{what}",
-                f"use {key} within {lo}..{hi}")
+            self.builder.error(apos, f"{self.name}: {key}={_short(value)} is out of range{what}",
+                               f"use {key} within {lo}..{hi}")
             return default
         return value
 
-    if name == "identity":
-        return Identity()
-    if name == "relu":
-        s = int_arg("s", 1, 1, INT_LIMIT, " (the requantisation divisor must be positive)")
-        L = int_arg("max", None, 0, INT_LIMIT)
-        return Relu(s, L)
-    if name == "step":
-        return Step(int_arg("t", 0))
-    if name == "spike":
-        threshold = int_arg("threshold", 1, 1, INT_LIMIT, " (a spike threshold is positive)")
-        leak = int_arg("leak", 0, 0, INT_LIMIT)
-        init = int_arg("init", 0, 0, INT_LIMIT)
-        reset: int | None = 0
-        if "reset" in kw:
-            value, apos = kw["reset"]
-            if value == ("subtract", None):
-                reset = None
-            elif isinstance(value, int) and 0 <= value <= INT_LIMIT:
-                reset = value
-            else:
-                err(apos, "spike: reset must be a non-negative integer or 'subtract'",
-                    "write reset=0 or reset=subtract")
-        return Spike(threshold, leak, reset, init)
-    if name == "lut":
-        if (len(positional) != 2 or not isinstance(positional[0][0], tuple)
-                or not isinstance(positional[0][0][0], int)
-                or not isinstance(positional[1][0], list)):
-            err(pos, "lut needs a domain and a table", "write lut(-2..2, [0, 0, 1, 4, 4])")
-            return None
-        (lo, hi), dpos = positional[0]
-        table, tpos = positional[1]
-        if lo > hi:
-            err(dpos, f"lut domain {lo}..{hi} is empty", f"write {hi}..{lo}")
-            return None
-        if len(table) != hi - lo + 1:
-            err(tpos, f"lut table has {len(table)} entries but the domain {lo}..{hi} has "
-                      f"{hi - lo + 1}", "give one value for every integer of the domain")
-            return None
-        if hi - lo + 1 > 65536:
-            err(dpos, f"lut domain {lo}..{hi} is too large", "a table has at most 65536 entries")
-            return None
-        table = [builder._int(v, tpos, "lut value") for v in table]
-        lo = builder._int(lo, dpos, "lut bound")
-        return Lut(lo, tuple(table))
-    if name == "product":
-        if len(positional) != 2 or not all(
-                isinstance(v, tuple) and isinstance(v[0], str) for v, _ in positional):
-            err(pos, "product needs two operands", "write product(a, b) or product(x[0], h[2])")
-            return None
-        (a, apos), (b, bpos) = positional
-        return ("product", (a[0], a[1], apos), (b[0], b[1], bpos))
-    raise AssertionError(name)
+
+def _spike_gate(builder: NetBuilder, kw: dict, int_arg: _IntArgs) -> Spike:
+    threshold = int_arg("threshold", 1, 1, INT_LIMIT, " (a spike threshold is positive)")
+    leak = int_arg("leak", 0, 0, INT_LIMIT)
+    init = int_arg("init", 0, 0, INT_LIMIT)
+    reset: int | None = 0
+    if "reset" in kw:
+        value, apos = kw["reset"]
+        if value == ("subtract", None):
+            reset = None
+        elif isinstance(value, int) and 0 <= value <= INT_LIMIT:
+            reset = value
+        else:
+            builder.error(apos, "spike: reset must be a non-negative integer or 'subtract'",
+                          "write reset=0 or reset=subtract")
+    return Spike(threshold, leak, reset, init)
+
+
+def _lut_gate(builder: NetBuilder, positional: list, pos: Pos) -> Lut | None:
+    err = builder.error
+    if (len(positional) != 2 or not isinstance(positional[0][0], tuple)
+            or not isinstance(positional[0][0][0], int)
+            or not isinstance(positional[1][0], list)):
+        err(pos, "lut needs a domain and a table", "write lut(-2..2, [0, 0, 1, 4, 4])")
+        return None
+    (lo, hi), dpos = positional[0]
+    table, tpos = positional[1]
+    if lo > hi:
+        err(dpos, f"lut domain {lo}..{hi} is empty", f"write {hi}..{lo}")
+        return None
+    if len(table) != hi - lo + 1:
+        err(tpos, f"lut table has {len(table)} entries but the domain {lo}..{hi} has "
+                  f"{hi - lo + 1}", "give one value for every integer of the domain")
+        return None
+    if hi - lo + 1 > 65536:
+        err(dpos, f"lut domain {lo}..{hi} is too large", "a table has at most 65536 entries")
+        return None
+    table = [builder._int(v, tpos, "lut value") for v in table]
+    lo = builder._int(lo, dpos, "lut bound")
+    return Lut(lo, tuple(table))
+
+
+def _product_gate(builder: NetBuilder, positional: list, pos: Pos):
+    if len(positional) != 2 or not all(
+            isinstance(v, tuple) and isinstance(v[0], str) for v, _ in positional):
+        builder.error(pos, "product needs two operands",
+                      "write product(a, b) or product(x[0], h[2])")
+        return None
+    (a, apos), (b, bpos) = positional
+    return ("product", (a[0], a[1], apos), (b[0], b[1], bpos))
 
 
 def _short(value: int) -> str:
