@@ -164,14 +164,8 @@ def check_schema(doc, filename: str) -> None:
 
 
 def from_json(doc, filename: str = "<json>") -> Netlist:
-    b = NetBuilder(filename)
-
-    def at(path: str) -> Pos:
-        return Pos(f"{filename}:{path}")
-
-    def bad(path: str, msg: str, hint: str) -> None:
-        b.error(at(path), msg, hint)
-
+    """A validated Netlist from the JSON form (already parsed into Python objects); every
+    problem is reported with its JSON path, all at once."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CompileError([Diagnostic(Pos(filename), f"not a {FORMAT} document",
                                        f'the top level needs "format": "{FORMAT}"')])
@@ -179,135 +173,165 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
         raise CompileError([Diagnostic(Pos(filename), f"unsupported version {doc.get('version')!r}",
                                        f"this tool reads version {VERSION}")])
     check_schema(doc, filename)
-    b.name = doc.get("name") or ""
+    r = _Reader(filename)
+    r.b.name = doc.get("name") or ""
     steps = doc.get("steps", 1)
-    if isinstance(steps, int) and not isinstance(steps, bool):
-        b.set_steps(steps, at("steps"))
+    if _is_int(steps):
+        r.b.set_steps(steps, r.at("steps"))
     else:
-        bad("steps", "steps must be an integer", '"steps": 1')
-
-    def is_int(v) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    def element(ref, path: str):
-        m = _ELEMENT.fullmatch(ref) if isinstance(ref, str) else None
-        if not m:
-            bad(path, f"bad element reference {ref!r}", 'write "x[3]" or "y"')
-            return None
-        return m.group(1), None if m.group(2) is None else int(m.group(2)), at(path)
-
-    products = []
+        r.bad("steps", "steps must be an integer", '"steps": 1')
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
-        raise CompileError([Diagnostic(at("vectors"), "missing list of vectors",
+        raise CompileError([Diagnostic(r.at("vectors"), "missing list of vectors",
                                        '"vectors": [{"name": ..., "size": ..., "gate": ...}]')])
     for k, v in enumerate(vectors):
-        path = f"vectors[{k}]"
+        r.vector(v, f"vectors[{k}]")
+    r.declare_products()
+    r.lines(doc.get("lines") or [])
+    r.biases(doc.get("bias", {}))
+    r.outputs(doc.get("outputs", []))
+    return r.b.build()
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class _Reader:
+    """Drives a NetBuilder from the parts of a JSON netlist, naming JSON paths in errors."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.b = NetBuilder(filename)
+        self.products: list = []   # declared after every vector: operands may come later
+
+    def at(self, path: str) -> Pos:
+        return Pos(f"{self.filename}:{path}")
+
+    def bad(self, path: str, msg: str, hint: str) -> None:
+        self.b.error(self.at(path), msg, hint)
+
+    def element(self, ref, path: str):
+        m = _ELEMENT.fullmatch(ref) if isinstance(ref, str) else None
+        if not m:
+            self.bad(path, f"bad element reference {ref!r}", 'write "x[3]" or "y"')
+            return None
+        return m.group(1), None if m.group(2) is None else int(m.group(2)), self.at(path)
+
+    def vector(self, v, path: str) -> None:
+        bad = self.bad
         if not isinstance(v, dict) or not isinstance(v.get("name"), str) \
                 or not _NAME.fullmatch(v["name"]):
             bad(path, "a vector needs a name", '{"name": "h", "size": 16, "gate": {...}}')
-            continue
+            return
         size = v.get("size")
-        if size is not None and not is_int(size):
+        if size is not None and not _is_int(size):
             bad(path + ".size", "size must be an integer or null", '"size": 16')
-            continue
+            return
         g = v.get("gate")
         if not isinstance(g, dict) or not isinstance(g.get("kind"), str):
             bad(path + ".gate", "a vector needs a gate", '"gate": {"kind": "relu", "s": 4}')
-            continue
-        kind = g["kind"]
-        gpos = at(path + ".gate")
+            return
+        kind, gpos = g["kind"], self.at(path + ".gate")
         if kind == "input":
             lo, hi = g.get("lo"), g.get("hi")
-            if not (is_int(lo) and is_int(hi)):
-                bad(path + ".gate", "an input needs integer lo and hi", '{"kind": "input", "lo": 0, "hi": 3}')
-                continue
-            b.declare_input(v["name"], size, lo, hi, gpos)
-            continue
+            if not (_is_int(lo) and _is_int(hi)):
+                bad(path + ".gate", "an input needs integer lo and hi",
+                    '{"kind": "input", "lo": 0, "hi": 3}')
+                return
+            self.b.declare_input(v["name"], size, lo, hi, gpos)
+        elif kind == "product":
+            self.product(v["name"], g, size, path, gpos)
+        else:
+            args = self.gate_args(g, kind, path, gpos)
+            if args is None:
+                return
+            gate = make_gate(self.b, kind, args, gpos)
+            if gate is not None:
+                self.b.declare(v["name"], size, gate, gpos)
+
+    def gate_args(self, g: dict, kind: str, path: str, gpos: Pos):
+        """A gate's fields as make_gate's (keyword, value, Pos) arguments."""
+        if kind == "lut":
+            lo, table = g.get("lo"), g.get("table")
+            if not _is_int(lo) or not isinstance(table, list) or not table \
+                    or not all(_is_int(t) for t in table):
+                self.bad(path + ".gate", "a lut needs an integer lo and a table of integers",
+                         '{"kind": "lut", "lo": -2, "table": [0, 0, 1, 4, 4]}')
+                return None
+            return [(None, (lo, lo + len(table) - 1), gpos), (None, table, gpos)]
         args = []
         for key, value in g.items():
-            if key == "kind":
-                continue
-            if kind == "lut":
-                continue
-            if kind == "product":
-                continue
-            if key == "max" and value is None:
+            if key == "kind" or (key == "max" and value is None):
                 continue
             if key == "reset" and value == "subtract":
                 value = ("subtract", None)
-            elif not is_int(value):
-                bad(f"{path}.gate.{key}", f"{key} must be an integer", f'"{key}": 1')
+            elif not _is_int(value):
+                self.bad(f"{path}.gate.{key}", f"{key} must be an integer", f'"{key}": 1')
                 continue
             args.append((key, value, gpos))
-        if kind == "lut":
-            lo, table = g.get("lo"), g.get("table")
-            if not is_int(lo) or not isinstance(table, list) or not table \
-                    or not all(is_int(t) for t in table):
-                bad(path + ".gate", "a lut needs an integer lo and a table of integers",
-                    '{"kind": "lut", "lo": -2, "table": [0, 0, 1, 4, 4]}')
-                continue
-            args = [(None, (lo, lo + len(table) - 1), gpos), (None, table, gpos)]
-        if kind == "product":
-            if size is not None:
-                pairs = _product_vector(g, size, path, element, bad)
-                if pairs is not None:
-                    products.append((v["name"], pairs, None, gpos))
-                continue
-            a = element(g.get("a"), path + ".gate.a")
-            c = element(g.get("b"), path + ".gate.b")
-            if a is None or c is None:
-                continue
-            products.append((v["name"], a, c, gpos))
-            continue
-        gate = make_gate(b, kind, args, gpos)
-        if gate is not None:
-            b.declare(v["name"], size, gate, gpos)
-    for name, a, c, gpos in products:
-        if c is None:  # a product vector: resolve its operand lists element by element
-            ids = [(b.resolve(*x), b.resolve(*y)) for x, y in a]
-            if all(i is not None and j is not None for i, j in ids):
-                b.declare_pairs(name, ids, gpos)
-            continue
-        b.declare_product(name, a, c, gpos)
+        return args
 
-    for k, line in enumerate(doc.get("lines") or []):
-        path = f"lines[{k}]"
-        if not (isinstance(line, list) and len(line) == 3 and is_int(line[2])):
-            bad(path, "a line is [source, destination, weight]", '["x[0]", "h[1]", -2]')
-            continue
-        s, d = element(line[0], path), element(line[1], path)
-        if s is None or d is None:
-            continue
-        si, di = b.resolve(*s), b.resolve(*d)
-        if si is not None and di is not None:
-            b.add_line(si, di, line[2], at(path))
-    bias = doc.get("bias", {})
-    if not isinstance(bias, dict):
-        bad("bias", "bias must be an object", '{"h[0]": -1}')
-        bias = {}
-    for name, value in bias.items():
-        path = f"bias.{name}"
-        d = element(name, path)
-        if d is None:
-            continue
-        if not is_int(value):
-            bad(path, "a bias must be an integer", f'"{name}": 1')
-            continue
-        di = b.resolve(*d)
-        if di is not None:
-            b.add_bias(di, value, at(path))
-    outputs = doc.get("outputs", [])
-    if not isinstance(outputs, list):
-        outputs = []
-        bad("outputs", "outputs must be a list", '["y"]')
-    for k, o in enumerate(outputs):
-        d = element(o, f"outputs[{k}]")
-        if d is not None:
-            oi = b.resolve(*d)
-            if oi is not None:
-                b.add_output(oi, at(f"outputs[{k}]"))
-    return b.build()
+    def product(self, name: str, g: dict, size, path: str, gpos: Pos) -> None:
+        if size is not None:
+            pairs = _product_vector(g, size, path, self.element, self.bad)
+            if pairs is not None:
+                self.products.append((name, pairs, None, gpos))
+            return
+        a = self.element(g.get("a"), path + ".gate.a")
+        c = self.element(g.get("b"), path + ".gate.b")
+        if a is not None and c is not None:
+            self.products.append((name, a, c, gpos))
+
+    def declare_products(self) -> None:
+        b = self.b
+        for name, a, c, gpos in self.products:
+            if c is None:  # a product vector: resolve its operand lists element by element
+                ids = [(b.resolve(*x), b.resolve(*y)) for x, y in a]
+                if all(i is not None and j is not None for i, j in ids):
+                    b.declare_pairs(name, ids, gpos)
+                continue
+            b.declare_product(name, a, c, gpos)
+
+    def lines(self, lines) -> None:
+        for k, line in enumerate(lines):
+            path = f"lines[{k}]"
+            if not (isinstance(line, list) and len(line) == 3 and _is_int(line[2])):
+                self.bad(path, "a line is [source, destination, weight]", '["x[0]", "h[1]", -2]')
+                continue
+            s, d = self.element(line[0], path), self.element(line[1], path)
+            if s is None or d is None:
+                continue
+            si, di = self.b.resolve(*s), self.b.resolve(*d)
+            if si is not None and di is not None:
+                self.b.add_line(si, di, line[2], self.at(path))
+
+    def biases(self, bias) -> None:
+        if not isinstance(bias, dict):
+            self.bad("bias", "bias must be an object", '{"h[0]": -1}')
+            return
+        for name, value in bias.items():
+            path = f"bias.{name}"
+            d = self.element(name, path)
+            if d is None:
+                continue
+            if not _is_int(value):
+                self.bad(path, "a bias must be an integer", f'"{name}": 1')
+                continue
+            di = self.b.resolve(*d)
+            if di is not None:
+                self.b.add_bias(di, value, self.at(path))
+
+    def outputs(self, outputs) -> None:
+        if not isinstance(outputs, list):
+            self.bad("outputs", "outputs must be a list", '["y"]')
+            return
+        for k, o in enumerate(outputs):
+            d = self.element(o, f"outputs[{k}]")
+            if d is not None:
+                oi = self.b.resolve(*d)
+                if oi is not None:
+                    self.b.add_output(oi, self.at(f"outputs[{k}]"))
 
 
 def _product_vector(g: dict, size: int, path: str, element, bad):
