@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hello": ("commands.hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
     "museum": ("commands.museum", "build the walk-through digit museum map"),
     "mnist": ("commands.mnist", "train, quantise, tile and run MNIST in the engine"),
+    "brainlevel": ("commands.brainlevel", "an arena whose marine is steered by a policy the "
+                   "dolls compute"),
 }
 
 

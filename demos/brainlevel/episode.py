@@ -34,10 +34,11 @@ class Decision:
     think: int = 0
     moved: int = 0
     hurt: int = 0
+    done: bool = False       # carried out (not cut short by the marine's death)
 
     @property
     def exact(self) -> bool:
-        return self.action == self.reference and self.action >= 0
+        return self.done and self.action == self.reference
 
 
 @dataclass
@@ -106,8 +107,8 @@ class BrainRunner:
         self.engine.puke(self.bl["episode_script"], a, b, c, self.bl["modes"][mode])
 
     def episode(self, seed: int, mode: str, net=None, brain=None, label: str | None = None,
-                frames: list | None = None, frame_every: int = 2, delay: int = 0
-                ) -> EpisodeResult:
+                frames: list | None = None, frame_every: int = 2, delay: int = 0,
+                max_tics: int = MAX_TICS) -> EpisodeResult:
         """One seeded episode. mode paused/live: the map decides and `net` (the policy
         netlist) is the reference; mode python: `brain(obs) -> action` decides."""
         from .policy import decide
@@ -121,7 +122,7 @@ class BrainRunner:
         step = frame_every if frames is not None else 1 if delay else CHUNK
         due: list = []
         alive = True
-        while alive and self.engine.tic() - t0 < MAX_TICS:
+        while alive and self.engine.tic() - t0 < max_tics:
             alive = self._advance(step)
             if not alive:
                 break
@@ -152,6 +153,7 @@ class BrainRunner:
                 if not mode.startswith("python"):
                     d.action = a
                 d.think, d.moved, d.hurt = (vals[u[k] - 1] for k in ("think", "moved", "hurt"))
+                d.done = True
             if vals[u["state"] - 1]:
                 break
         res.tics = self.engine.tic() - t0
@@ -164,6 +166,6 @@ class BrainRunner:
             res.damage = spec.MARINE_HEALTH - health
         if not alive:
             res.outcome, res.damage = "dead", spec.MARINE_HEALTH
-        elif res.outcome == "running":
+        elif res.outcome == "running" and max_tics == MAX_TICS:
             res.outcome = "stuck"
         return res

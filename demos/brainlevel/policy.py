@@ -18,14 +18,18 @@ Owns:
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import spec
 
-# Which policy family the map computes. "transformer" needs models.transformer (issue 10).
-POLICY = os.environ.get("VOODOO_BRAIN_POLICY", "mlp")
+# Which policy family the map computes: the one switch. "transformer" needs
+# models/transformer.py (issue 10); see `_transformer_policy` and docs/brainlevel.md.
+POLICY = "mlp"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECKED_IN = {"mlp": os.path.join(ROOT, "circuits", "brainlevel_mlp.dnet")}
 
 HIDDEN = 24
 WEIGHT_BITS = 4
@@ -34,6 +38,7 @@ TRAIN_STATES = 40_000
 EPOCHS = 60
 QAT_EPOCHS = 20
 SEED = 0
+HELD_OUT = 5_000
 
 
 @dataclass
@@ -43,7 +48,8 @@ class Policy:
     float_agreement: float      # float model vs expert on held-out sampled states
     int_agreement: float        # integer netlist vs expert on the same states
     float_int_agreement: float  # float vs integer decisions on those states
-    float_model: object = None  # the float torch model (for the env and tests)
+    float_model: object = None  # the float parameters (after training only)
+    text: str = ""              # the .dnet text (after training only)
 
 
 def argmax_head(dnet: str, logits: str, n: int) -> str:
@@ -84,7 +90,41 @@ def decide_many(net, obs: np.ndarray) -> np.ndarray:
     return out.argmax(1)
 
 
+def load(kind: str | None = None) -> Policy:
+    """The checked-in trained policy (no training); its header holds the agreements."""
+    from dsl.diagnostics import VoodooError
+    from dsl.parser import parse_file
+
+    kind = kind or POLICY
+    path = CHECKED_IN.get(kind)
+    if path is None or not os.path.exists(path):
+        raise VoodooError(f"no checked-in brainlevel policy {kind!r}\n    hint: train it "
+                          "with `python build.py brainlevel --retrain`")
+    net = parse_file(path)
+    nums = {}
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"# agreement (\w+) ([0-9.]+)", line)
+        if m:
+            nums[m.group(1)] = float(m.group(2))
+    return Policy(net, kind, nums.get("float", 0.0), nums.get("int", 0.0),
+                  nums.get("float_int", 0.0))
+
+
+def to_text(p: Policy) -> str:
+    """The policy as .dnet text with the header `load` reads back."""
+    head = [f"# brainlevel policy ({p.kind}): behaviour cloning of demos/brainlevel/spec.py's "
+            "expert, quantised,",
+            "# imported with models.from_torch, with an argmax head of step neurons "
+            "(demos/brainlevel/policy.py)",
+            f"# held-out: {HELD_OUT} observations sampled with seed {SEED + 1}",
+            f"# agreement float {p.float_agreement:.4f}",
+            f"# agreement int {p.int_agreement:.4f}",
+            f"# agreement float_int {p.float_int_agreement:.4f}"]
+    return "\n".join(head) + "\n" + p.text
+
+
 def build(kind: str | None = None, progress: bool = False) -> Policy:
+    """Train the policy afresh (seeded, single-threaded: the same integers every time)."""
     kind = kind or POLICY
     if kind == "mlp":
         return _mlp_policy(progress)
@@ -112,7 +152,7 @@ def _mlp_policy(progress: bool) -> Policy:
     cfg = Config(levels=spec.OBS_HI, hidden=HIDDEN, weight_bits=WEIGHT_BITS, clamp=CLAMP,
                  seed=SEED, name="brain")
     x, y = _data(TRAIN_STATES, SEED)
-    xv, yv = _data(5_000, SEED + 1)
+    xv, yv = _data(HELD_OUT, SEED + 1)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a fixed summation order: the same integers every build
     try:
@@ -139,13 +179,14 @@ def _mlp_policy(progress: bool) -> Policy:
                    "the marine's policy: behaviour cloning of spec.expert, quantised")
     from dsl.parser import parse
 
-    net = parse(argmax_head(text, "o", spec.N_ACTIONS), "<brainlevel policy>")
+    text = argmax_head(text, "o", spec.N_ACTIONS)
+    net = parse(text, "<brainlevel policy>")
     # the plain import path as well, so a broken from_torch cannot hide behind to_dnet
     from_torch(imodel, (0, spec.OBS_HI), [im.s], [im.L], "brain_logits")
     fpred = _float_predict(fparams, xv)
     ipred = decide_many(net, xv)
     return Policy(net, "mlp", float((fpred == yv).mean()), float((ipred == yv).mean()),
-                  float((fpred == ipred).mean()), fparams)
+                  float((fpred == ipred).mean()), fparams, text)
 
 
 def _transformer_policy(progress: bool) -> Policy:
