@@ -48,6 +48,8 @@ SCRIPT_CAMERA = 512       # (which): 0 arena camera, 1 hall camera (for pictures
 MARINE = 30000
 CAM_ARENA, CAM_HALL = 30001, 30002
 SLOT_TID0 = 20000
+CAM_ARENA_Z, CAM_ARENA_PITCH = 300, 30   # height over the gallery floor; degrees down
+CAM_HALL_Z, CAM_HALL_PITCH = 360, 30
 MODES = {"paused": 0, "live": 1, "python": 2, "python_live": 3}
 BAKED_EPISODES = 20       # what the map plays by itself: seeds 0..19, paused
 
@@ -108,8 +110,8 @@ def build(net, title: str = "Brain level", acc: str = "internal") -> BrainMap:
         inset_sector(m, hall, (x + 24, ry0 + 96, x + 136, ry0 + 208), Sector(
             r_floor, r_ceil, 64, tag=tag, floor_tex="FLAT2", ceil_tex="F_SKY1",
             comment=f"panel: {spec.ACTIONS[k]}"))
-    m.things.append(Thing(hx, ry0 + 40, 9025, angle=90, id=CAM_HALL, z=320,
-                          args=(60,), comment="hall camera: the dolls think"))
+    m.things.append(Thing(hx, ry0 + 24, 9025, angle=90, id=CAM_HALL, z=CAM_HALL_Z,
+                          args=(CAM_HALL_PITCH,), comment="hall camera: the dolls think"))
 
     tiles, hall_y0 = light_tiles(m, circuit.lights, names, rx1 + 512, ry1)
     conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
@@ -160,8 +162,8 @@ def _arena(m: MapModel, panel_tags: list[int]) -> dict:
              comment="the gallery's window onto the arena")
     for a, b in [((-512, gy0), (-512, -h)), ((512, -h), (512, gy0)), ((512, gy0), (-512, gy0))]:
         m.wall(a, b, gallery, tex="MARBLE1")
-    m.things.append(Thing(0, gy0 + 64, 9025, angle=90, id=CAM_ARENA, z=160, args=(24,),
-                          comment="gallery camera: the marine fights"))
+    m.things.append(Thing(0, -h - 24, 9025, angle=90, id=CAM_ARENA, z=CAM_ARENA_Z,
+                          args=(CAM_ARENA_PITCH,), comment="gallery camera: the marine fights"))
     return {"half": h, "spots": spec.SPOTS}
 
 

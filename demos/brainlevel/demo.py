@@ -74,14 +74,12 @@ def run(args) -> int:
 
 
 def play(wad: str, info: dict, net, n: int, modes: list[str], first: int = 0) -> list:
-    from commands.common import progress
-
     from .episode import BrainRunner
 
     rng = np.random.default_rng(first)
     results = []
     with BrainRunner(wad, info) as r:
-        for seed in progress(range(first, first + n), n, "episodes"):
+        for seed in _progress(range(first, first + n), n):
             for mode in modes:
                 results.append(r.episode(seed, mode, net=net))
             results.append(r.episode(seed, "python", label="python",
@@ -89,6 +87,17 @@ def play(wad: str, info: dict, net, n: int, modes: list[str], first: int = 0) ->
             results.append(r.episode(seed, "python", label="random",
                                      brain=lambda o: int(rng.integers(spec.N_ACTIONS))))
     return results
+
+
+def _progress(seeds, n: int):
+    """tqdm on stderr for long runs; quiet when asked (VOODOO_QUIET=1)."""
+    if os.environ.get("VOODOO_QUIET") or n < 5:
+        return seeds
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(seeds, total=n, desc="episodes", unit="seed", file=sys.stderr, leave=False)
 
 
 def report(results, modes: list[str], n: int, dolls: int) -> int:
