@@ -29,7 +29,8 @@ from . import spec
 # models/transformer.py (issue 10); see `_transformer_policy` and docs/brainlevel.md.
 POLICY = "mlp"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHECKED_IN = {"mlp": os.path.join(ROOT, "circuits", "brainlevel_mlp.dnet")}
+CHECKED_IN = {k: os.path.join(ROOT, "circuits", f"brainlevel_{k}.dnet")
+              for k in ("mlp", "transformer")}
 
 HIDDEN = 24
 WEIGHT_BITS = 4
@@ -189,20 +190,57 @@ def _mlp_policy(progress: bool) -> Policy:
                   float((fpred == ipred).mean()), fparams, text)
 
 
-def _transformer_policy(progress: bool) -> Policy:
-    """A small transformer over the five tokens, through models.transformer (issue 10).
+# The transformer stand-in's size: tokens are the 5 observation tokens (the marine's last:
+# the head reads the last token, which attends to every demon), 5 features each.
+TRANSFORMER = dict(tokens=spec.TOKENS, features=spec.FEATURES, in_lo=0, in_hi=spec.OBS_HI,
+                   d_model=8, heads=2, layers=1, mlp=16, classes=spec.N_ACTIONS, norm="rms")
 
-    Written against that branch's API once it exists; until it is merged this raises a
-    clear error and POLICY stays "mlp"."""
+
+def _transformer_policy(progress: bool) -> Policy:
+    """A small transformer over the five tokens (attention with softmax, RMSNorm, a ReLU
+    MLP, an action head), trained by behaviour cloning like the MLP, through
+    models/transformer.py (issue 10): float training, score caps calibrated, then
+    quantisation-aware fine-tuning with the float loss kept (the recipe of
+    models/seqtask.py); imported with from_torch; the argmax head appended to its logits."""
     from dsl.diagnostics import VoodooError
 
     try:
-        import models.transformer  # noqa: F401  (issue 10)
+        from models.transformer import Transformer, TransformerConfig, to_dnet
     except ImportError:
         raise VoodooError("brainlevel policy 'transformer' needs models/transformer.py "
-                          "(issue 10), which this checkout does not have\n    hint: use "
-                          "VOODOO_BRAIN_POLICY=mlp") from None
-    raise VoodooError("brainlevel policy 'transformer': not wired yet (see docs/brainlevel.md)")
+                          "(issue 10), which this checkout does not have\n    hint: set "
+                          "POLICY = \"mlp\" in demos/brainlevel/policy.py") from None
+    import torch
+
+    from dsl.parser import parse
+    from models import from_torch
+
+    cfg = TransformerConfig(**TRANSFORMER)
+    x, y = _data(TRAIN_STATES, SEED)
+    xv, yv = _data(HELD_OUT, SEED + 1)
+    X = torch.as_tensor(x.reshape(-1, spec.TOKENS, spec.FEATURES))
+    XV = torch.as_tensor(xv.reshape(-1, spec.TOKENS, spec.FEATURES))
+    Y = torch.as_tensor(y)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(SEED)
+        model = Transformer(cfg, SEED)
+        _fit(torch, model, X, Y, EPOCHS, 3e-3, lambda b: model(b, mode="float") / 16,
+             progress, "float")
+        model.calibrate(X[:2000])
+        _fit(torch, model, X, Y, QAT_EPOCHS, 1e-3,
+             lambda b: (model(b, mode="qat") + model(b, mode="float")) / 32, progress, "qat")
+        with torch.no_grad():
+            fpred = model(XV, mode="float").argmax(1).numpy()
+    finally:
+        torch.set_num_threads(threads)
+    from_torch(model)  # the import path itself must accept the model
+    text = argmax_head(to_dnet(model, "brain"), "logits", spec.N_ACTIONS)
+    net = parse(text, "<brainlevel transformer policy>")
+    ipred = decide_many(net, xv)
+    return Policy(net, "transformer", float((fpred == yv).mean()),
+                  float((ipred == yv).mean()), float((fpred == ipred).mean()), None, text)
 
 
 def _fit(torch, model, x, y, epochs, lr, forward, progress, label) -> None:
