@@ -36,6 +36,8 @@ EXPECT = {
     "mnist": r"^engine==reference (\d+)/\1 EXACT;",
     "acs": r"",
     "export": r"",
+    "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
+                  r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
 }
 # Extra checks on the whole output for some commands.
 CONTAINS = {
@@ -71,6 +73,8 @@ def _small(cmd: str) -> str:
     """The same command at a test's size."""
     if " mnist" in cmd:
         cmd = re.sub(r"--samples \d+", "", cmd) + " --samples 20 --small"
+    if " brainlevel" in cmd:
+        cmd = re.sub(r"--episodes \d+", "--episodes 1", cmd)
     return cmd
 
 
