@@ -135,7 +135,7 @@ def test_env_checker(brainwad):
 def test_env_registered():
     import gymnasium
 
-    import demos.brainlevel.env  # noqa: F401
+    import demos.brainlevel.env  # noqa: F401  (registers the id)
 
     assert "VoodooNet/BrainLevel-v0" in gymnasium.registry
 

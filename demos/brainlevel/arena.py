@@ -179,8 +179,14 @@ def _kind_function() -> list[str]:
 def glue_source(panel_tags: list[int], n_inputs: int) -> str:
     """The arena's ACS: episodes, observation, the bus calls into the machine, actions."""
     assert n_inputs == spec.OBS_SIZE
-    u = USERS
-    S, NA = spec.SLOTS, spec.N_ACTIONS
+    L = _glue_header() + _glue_state() + _glue_observe() + _glue_act(panel_tags)
+    L += _glue_episode() + _glue_scripts()
+    return "\n".join(L)
+
+
+def _glue_header() -> list[str]:
+    """Map variables: the baked episodes, the spawn spots, the state of an episode."""
+    S = spec.SLOTS
     baked = ", ".join("{" + ", ".join(str(v) for v in spec.pack_episode(spec.episode(s)))
                       + "}" for s in range(BAKED_EPISODES))
     spots_x = ", ".join(str(x) for x, _ in spec.SPOTS)
@@ -201,7 +207,14 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         "int ext_seq; int ext_action; int demon_tics; int kills; int shots; int infers;",
         "",
     ]
-    L += _kind_function()
+    return L
+
+
+def _glue_state() -> list[str]:
+    """Episode bookkeeping: demon classes, the report to USER globals, deaths, spawning."""
+    u = USERS
+    S = spec.SLOTS
+    L = _kind_function()
     L += [
         "function void report(void)",
         "{",
@@ -236,6 +249,15 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         "    }",
         "}",
         "",
+    ]
+    return L
+
+
+def _glue_observe() -> list[str]:
+    """The observation: game state -> obs[], the circuit's inputs[] and USER globals."""
+    u = USERS
+    S = spec.SLOTS
+    L = [
         "function int bucket(int v, int step)",
         "{",
         "    if (v < 0) return 0;",
@@ -287,7 +309,14 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
     L += [f"    inputs[{i}] = obs[{i}]; user{u['obs'] + i} = obs[{i}];"
           for i in range(spec.OBS_SIZE)]
     L += ["}", ""]
-    L += [
+    return L
+
+
+def _glue_act(panel_tags: list[int]) -> list[str]:
+    """Reading the one-hot decision and carrying an action out."""
+    u = USERS
+    S, NA = spec.SLOTS, spec.N_ACTIONS
+    L = [
         "function int decision(void)  // the circuit's one-hot, as the machine's bus read it",
         "{",
     ]
@@ -325,12 +354,21 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         f"        angle = VectorAngle(GetActorX({SLOT_TID0} + a) - GetActorX({MARINE}), "
         f"GetActorY({SLOT_TID0} + a) - GetActorY({MARINE}));",
         f"    SetActorAngle({MARINE}, angle);",
-        f"    TakeInventory(\"Clip\", 1);",
+        "    TakeInventory(\"Clip\", 1);",
         "    shots++;",
         f"    LineAttack({MARINE}, angle, 0, 5 * Random(1, 3), \"BulletPuff\", \"None\", 4096.0, 0);",
         f"    PlaySound({MARINE}, \"weapons/pistol\", 1);",
         "}",
         "",
+    ]
+    return L
+
+
+def _glue_episode() -> list[str]:
+    """One episode: per decision freeze, observe, think (the machine or Python), act."""
+    u = USERS
+    S = spec.SLOTS
+    L = [
         f"script {SCRIPT_EPISODE} (int a, int b, int c, int m)",
         "{",
         f"    SetActivator({MARINE});",
@@ -351,7 +389,7 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         "        // The freeze starts and ends on even tics (the powerup toggles the level's",
         "        // freeze only on even tics): every mode then gives the demons the same tics.",
         "        if (frozen && Timer() % 2) { Delay(1); demon_tics++; check_slots(); }",
-        f"        if (frozen) GiveInventory(\"PowerTimeFreezer\", 1);",
+        "        if (frozen) GiveInventory(\"PowerTimeFreezer\", 1);",
         "        // Delay only in the script itself: a Delay inside a function crashes ViZDoom",
         "        for (int i = 0; i < 2 * frozen && state == 0; i++) { Delay(1); demon_tics++; check_slots(); }",
         "        if (state) break;",
@@ -370,7 +408,7 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         f"            ChangeCamera({CAM_HALL}, 1, 0);",
         "            infers++;  // never reset: the machine acknowledges each inference by it",
         f"            ACS_Execute({SCRIPT_INFER}, 0, infers);",
-        f"            while (ack != infers) {{ Delay(1); if (!frozen) {{ demon_tics++; check_slots(); }} }}",
+        "            while (ack != infers) { Delay(1); if (!frozen) { demon_tics++; check_slots(); } }",
         "            act_k = decision();",
         f"            ChangeCamera({CAM_ARENA}, 1, 0);",
         "        }",
@@ -397,6 +435,13 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         "    report();",
         "}",
         "",
+    ]
+    return L
+
+
+def _glue_scripts() -> list[str]:
+    """The small scripts: a Python brain's action, cameras, the marine, autoplay."""
+    L = [
         f"script {SCRIPT_ACTION} (int s, int a)  // a Python brain's action for decision s",
         "{",
         "    ext_action = a; ext_seq = s;",
@@ -424,7 +469,7 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         f"        ACS_Execute({SCRIPT_EPISODE}, 0, baked[e][0], baked[e][1], baked[e][2]);",
         "        Delay(2);",
         "        while (state == 0) Delay(1);",
-        f"        if (state == 1) Print(s:\"Episode \", d:e, s:\": won, \", d:kills, s:\" kills\");",
+        "        if (state == 1) Print(s:\"Episode \", d:e, s:\": won, \", d:kills, s:\" kills\");",
         "        else terminate;",
         "        Delay(70);",
         f"        SetActorProperty({MARINE}, APROP_Health, {spec.MARINE_HEALTH});",
@@ -433,7 +478,7 @@ def glue_source(panel_tags: list[int], n_inputs: int) -> str:
         "}",
         "",
     ]
-    return "\n".join(L)
+    return L
 
 
 def glue_violations(source: str) -> list[str]:

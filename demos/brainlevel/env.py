@@ -51,8 +51,6 @@ class BrainLevelEnv(gymnasium.Env):
 
     def _build_wad(self) -> str:
         """Build the map once into a temporary directory (a few seconds)."""
-        from mapgen.compile import load_wad  # noqa: F401  (fails early if mapgen is broken)
-
         from . import policy
         from .demo import build_wad
 
