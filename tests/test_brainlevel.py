@@ -177,3 +177,24 @@ def test_cli_rejects_bad_episodes(tmp_path):
                         "-o", str(tmp_path / "b.wad")], capture_output=True, text=True)
     assert r.returncode != 0 and "--episodes 0" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "b.wad").exists()
+
+
+def test_the_map_plays_by_itself(brainwad):
+    """Nobody starts an episode: after 3 s the map plays baked seed 0 in paused mode, and
+    its first decision is the reference's."""
+    from demos.brainlevel.episode import BrainRunner
+
+    path, info, net = brainwad
+    u = arena.USERS
+    with BrainRunner(path, info) as r:
+        r.engine.game.set_seed(1)
+        r.engine.game.new_episode()
+        assert r._advance(100)
+        assert r.engine.user(u["seq"]) == 0          # waiting for a runner
+        assert r._advance(60)
+        vals = r.engine.users()
+    assert vals[u["seq"] - 1] == 1
+    obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
+    assert vals[u["action"] - 1] == 8 * 1 + policy.decide(net, obs) + 1
+    raw = spec.Raw.from_users(vals[u["raw"] - 1:u["raw"] - 1 + spec.RAW_SIZE])
+    assert obs == spec.encode(raw).tolist()
