@@ -194,6 +194,7 @@ def _mlp_policy(progress: bool) -> Policy:
 # the head reads the last token, which attends to every demon), 5 features each.
 TRANSFORMER = dict(tokens=spec.TOKENS, features=spec.FEATURES, in_lo=0, in_hi=spec.OBS_HI,
                    d_model=8, heads=2, layers=1, mlp=16, classes=spec.N_ACTIONS, norm="rms")
+T_TRAIN_STATES, T_EPOCHS, T_QAT_EPOCHS = 12_000, 10, 12
 
 
 def _transformer_policy(progress: bool) -> Policy:
@@ -216,7 +217,7 @@ def _transformer_policy(progress: bool) -> Policy:
     from models import from_torch
 
     cfg = TransformerConfig(**TRANSFORMER)
-    x, y = _data(TRAIN_STATES, SEED)
+    x, y = _data(T_TRAIN_STATES, SEED)
     xv, yv = _data(HELD_OUT, SEED + 1)
     X = torch.as_tensor(x.reshape(-1, spec.TOKENS, spec.FEATURES))
     XV = torch.as_tensor(xv.reshape(-1, spec.TOKENS, spec.FEATURES))
@@ -226,11 +227,13 @@ def _transformer_policy(progress: bool) -> Policy:
     try:
         torch.manual_seed(SEED)
         model = Transformer(cfg, SEED)
-        _fit(torch, model, X, Y, EPOCHS, 3e-3, lambda b: model(b, mode="float") / 16,
-             progress, "float")
+        # models/seqtask.py's recipe: logits / 16, lr 0.03, batches of 128
+        _fit(torch, model, X, Y, T_EPOCHS, 0.03, lambda b: model(b, mode="float") / 16,
+             progress, "float", batch=128)
         model.calibrate(X[:2000])
-        _fit(torch, model, X, Y, QAT_EPOCHS, 1e-3,
-             lambda b: (model(b, mode="qat") + model(b, mode="float")) / 32, progress, "qat")
+        _fit(torch, model, X, Y, T_QAT_EPOCHS, 0.03,
+             lambda b: [model(b, mode="qat") / 16, model(b, mode="float") / 16], progress,
+             "qat", batch=128)
         with torch.no_grad():
             fpred = model(XV, mode="float").argmax(1).numpy()
     finally:
@@ -243,7 +246,9 @@ def _transformer_policy(progress: bool) -> Policy:
                   float((ipred == yv).mean()), float((fpred == ipred).mean()), None, text)
 
 
-def _fit(torch, model, x, y, epochs, lr, forward, progress, label) -> None:
+def _fit(torch, model, x, y, epochs, lr, forward, progress, label, batch=256) -> None:
+    """Adam with a cosine schedule; `forward(xb)` gives the logits, or a list of logits
+    whose cross-entropy losses are summed (QAT keeping the float loss)."""
     gen = torch.Generator().manual_seed(SEED + (label == "qat"))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(epochs, 1))
@@ -252,11 +257,14 @@ def _fit(torch, model, x, y, epochs, lr, forward, progress, label) -> None:
         from tqdm import tqdm
 
         it = tqdm(it, desc=f"train brain ({label})", unit="epoch")
+    ce = torch.nn.functional.cross_entropy
     for _ in it:
         perm = torch.randperm(len(x), generator=gen)
-        for i in range(0, len(x), 256):
-            idx = perm[i:i + 256]
-            loss = torch.nn.functional.cross_entropy(forward(x[idx]), y[idx])
+        for i in range(0, len(x), batch):
+            idx = perm[i:i + batch]
+            out = forward(x[idx])
+            outs = out if isinstance(out, list) else [out]
+            loss = sum(ce(o, y[idx]) for o in outs)
             opt.zero_grad()
             loss.backward()
             opt.step()
