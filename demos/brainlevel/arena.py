@@ -49,7 +49,7 @@ MARINE = 30000
 CAM_ARENA, CAM_HALL = 30001, 30002
 SLOT_TID0 = 20000
 CAM_ARENA_Z, CAM_ARENA_PITCH = 300, 30   # height over the gallery floor; degrees down
-CAM_HALL_Z, CAM_HALL_PITCH = 360, 30
+CAM_HALL_Z, CAM_HALL_PITCH = 900, 40
 MODES = {"paused": 0, "live": 1, "python": 2, "python_live": 3}
 BAKED_EPISODES = 20       # what the map plays by itself: seeds 0..19, paused
 
@@ -95,7 +95,7 @@ def build(net, title: str = "Brain level", acc: str = "internal") -> BrainMap:
     LX, LY = spec.ARENA_HALF + 1024.0, -spec.ARENA_HALF + 0.0
     geoms = place_lanes(circuit, LX, LY)
     r_floor = max(s.floor for g in geoms for s in g.segments) + 32
-    r_ceil = r_floor + 384
+    r_ceil = r_floor + 1024           # sky: room for the camera above the lanes
     rx0, ry0 = LX - 96, LY - 480
     rx1 = max(g.segments[-1].x1 for g in geoms) + 96
     ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
