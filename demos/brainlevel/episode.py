@@ -110,9 +110,8 @@ class BrainRunner:
                 frames: list | None = None, frame_every: int = 2, delay: int = 0,
                 max_tics: int = MAX_TICS) -> EpisodeResult:
         """One seeded episode. mode paused/live: the map decides and `net` (the policy
-        netlist) is the reference; mode python: `brain(obs) -> action` decides."""
-        from .policy import decide
-
+        netlist) is the reference; mode python: `brain(obs) -> action` decides (with
+        python_live, `delay` tics late while the demons act)."""
         u = self.users
         res = EpisodeResult(seed, label or mode)
         self._start(seed, mode)
@@ -126,46 +125,60 @@ class BrainRunner:
             alive = self._advance(step)
             if not alive:
                 break
-            vals = self.engine.users()
-            last = vals
+            vals = last = self.engine.users()
             if frames is not None:
                 frames.append(self.engine.screen().copy())
             seq = vals[u["seq"] - 1]
-            if seq and seq not in pending and (not res.decisions or res.decisions[-1].seq < seq):
-                raw = spec.Raw.from_users(vals[u["raw"] - 1:u["raw"] - 1 + spec.RAW_SIZE])
-                obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
-                d = Decision(seq, obs, raw)
-                if obs != spec.encode(raw).tolist():
-                    res.encoding_errors += 1
+            if seq and (not res.decisions or res.decisions[-1].seq < seq):
+                d = self._observed(res, vals, mode, net, brain)
                 if mode.startswith("python"):
-                    d.action = d.reference = int(brain(np.array(obs)))
                     due.append((self.engine.tic() + delay, seq, d.action))
-                else:
-                    d.reference = decide(net, obs)
                 pending[seq] = d
-                res.decisions.append(d)
             while due and due[0][0] <= self.engine.tic():
                 self.engine.puke(self.bl["action_script"], *due.pop(0)[1:])
             done = vals[u["action"] - 1]
-            dseq, a = done // 8, done % 8 - 1
-            if dseq in pending:
-                d = pending.pop(dseq)
-                if not mode.startswith("python"):
-                    d.action = a
-                d.think, d.moved, d.hurt = (vals[u[k] - 1] for k in ("think", "moved", "hurt"))
-                d.done = True
+            if done // 8 in pending:
+                self._carried_out(pending.pop(done // 8), vals, done % 8 - 1, mode)
             if vals[u["state"] - 1]:
                 break
         res.tics = self.engine.tic() - t0
+        self._finish(res, last, alive, max_tics)
+        return res
+
+    def _observed(self, res: EpisodeResult, vals, mode: str, net, brain) -> Decision:
+        """A new decision: its observation and raw state read back, the encoding checked,
+        the reference (or the Python brain's) action."""
+        from .policy import decide
+
+        u = self.users
+        raw = spec.Raw.from_users(vals[u["raw"] - 1:u["raw"] - 1 + spec.RAW_SIZE])
+        obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
+        d = Decision(vals[u["seq"] - 1], obs, raw)
+        if obs != spec.encode(raw).tolist():
+            res.encoding_errors += 1
+        if mode.startswith("python"):
+            d.action = d.reference = int(brain(np.array(obs)))
+        else:
+            d.reference = decide(net, obs)
+        res.decisions.append(d)
+        return d
+
+    def _carried_out(self, d: Decision, vals, action: int, mode: str) -> None:
+        u = self.users
+        if not mode.startswith("python"):
+            d.action = action          # what the map did: the circuit's one-hot
+        d.think, d.moved, d.hurt = (vals[u[k] - 1] for k in ("think", "moved", "hurt"))
+        d.done = True
+
+    def _finish(self, res: EpisodeResult, last, alive: bool, max_tics: int) -> None:
+        u = self.users
         if last is not None:
             res.kills = last[u["kills"] - 1]
             res.shots = last[u["shots"] - 1]
             res.demon_tics = last[u["demon_tics"] - 1]
-            health = last[u["health"] - 1]
             res.outcome = arena.STATES[last[u["state"] - 1]]
-            res.damage = spec.MARINE_HEALTH - health
+            res.damage = spec.MARINE_HEALTH - last[u["health"] - 1]
         if not alive:
             res.outcome, res.damage = "dead", spec.MARINE_HEALTH
         elif res.outcome == "running" and max_tics == MAX_TICS:
             res.outcome = "stuck"
-        return res
