@@ -198,3 +198,10 @@ def test_the_map_plays_by_itself(brainwad):
     assert vals[u["action"] - 1] == 8 * 1 + policy.decide(net, obs) + 1
     raw = spec.Raw.from_users(vals[u["raw"] - 1:u["raw"] - 1 + spec.RAW_SIZE])
     assert obs == spec.encode(raw).tolist()
+
+
+def test_unknown_policy_kind_is_a_clear_error():
+    from dsl.diagnostics import VoodooError
+
+    with pytest.raises(VoodooError, match="choose 'mlp' or 'transformer'"):
+        policy.build("lstm")
