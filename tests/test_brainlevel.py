@@ -121,13 +121,20 @@ def test_live_demons_move_while_the_dolls_think(brainwad):
 
 
 def test_env_checker(brainwad):
+    """gymnasium's checker, on the registered id (so it also renders an rgb_array env),
+    with every warning an error."""
+    import warnings
+
+    import gymnasium
     from gymnasium.utils.env_checker import check_env
 
-    from demos.brainlevel.env import BrainLevelEnv
+    import demos.brainlevel.env  # noqa: F401  (registers the id)
 
-    env = BrainLevelEnv(wad=brainwad[0])
+    env = gymnasium.make("VoodooNet/BrainLevel-v0", wad=brainwad[0])
     try:
-        check_env(env)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env.unwrapped)
     finally:
         env.close()
 
