@@ -174,15 +174,19 @@ def test_env_sees_what_the_map_sees(brainwad):
     assert seen == mapped[:len(seen)]
 
 
-def test_cli_rejects_bad_episodes(tmp_path):
+@pytest.mark.parametrize("bad, says", [(["--episodes", "0"], "--episodes 0"),
+                                       (["--first-seed", "-1"], "--first-seed -1"),
+                                       (["--gif", "/no/such/dir/x.gif"], "--gif"),
+                                       (["--live", "--paused"], "--live and --paused")])
+def test_cli_rejects_bad_options(tmp_path, bad, says):
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    r = subprocess.run([sys.executable, f"{ROOT}/build.py", "brainlevel", "--episodes", "0",
+    r = subprocess.run([sys.executable, f"{ROOT}/build.py", "brainlevel", *bad,
                         "-o", str(tmp_path / "b.wad")], capture_output=True, text=True)
-    assert r.returncode != 0 and "--episodes 0" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode != 0 and says in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "b.wad").exists()
 
 

@@ -53,6 +53,12 @@ def run(args) -> int:
         raise VoodooError(f"--episodes {args.episodes}: choose 1..1000 seeded episodes")
     if args.live and args.paused:
         raise VoodooError("--live and --paused: give one of them, or neither for both")
+    if not 0 <= args.first_seed <= 2**31 - 2000:
+        raise VoodooError(f"--first-seed {args.first_seed}: seeds are 0..{2**31 - 2000}")
+    if args.gif:
+        folder = os.path.dirname(os.path.abspath(args.gif))
+        if not args.gif.lower().endswith(".gif") or not os.path.isdir(folder):
+            raise VoodooError(f"--gif {args.gif}: give a .gif file in an existing folder")
     pol = _policy(args)
     out = args.output or default_wad("brainlevel")
     t0 = time.perf_counter()
