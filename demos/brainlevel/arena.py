@@ -98,7 +98,7 @@ def build(net, title: str = "Brain level", acc: str = "internal") -> BrainMap:
     r_ceil = r_floor + 1024           # sky: room for the camera above the lanes
     rx0, ry0 = LX - 96, LY - 480
     rx1 = max(g.segments[-1].x1 for g in geoms) + 96
-    ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 96
+    ry1 = max(g.y0 for g in geoms) + P.LANE_WIDTH + 352   # the panels beyond the lanes
     hall = m.rect_sector(rx0, ry0, rx1, ry1, Sector(
         r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex="F_SKY1",
         comment="circuit hall: every lane is a trench in this floor"), tex="MARBLE1")
@@ -107,7 +107,7 @@ def build(net, title: str = "Brain level", acc: str = "internal") -> BrainMap:
     hx = (rx0 + rx1) / 2
     for k, tag in enumerate(panel_tags):
         x = hx - 2.5 * 160 + 160 * k
-        inset_sector(m, hall, (x + 24, ry0 + 96, x + 136, ry0 + 208), Sector(
+        inset_sector(m, hall, (x + 24, ry1 - 208, x + 136, ry1 - 96), Sector(
             r_floor, r_ceil, 64, tag=tag, floor_tex="FLAT2", ceil_tex="F_SKY1",
             comment=f"panel: {spec.ACTIONS[k]}"))
     m.things.append(Thing(hx, ry0 + 24, 9025, angle=90, id=CAM_HALL, z=CAM_HALL_Z,
