@@ -160,5 +160,5 @@ def write_gif(wad: str, info: dict, net, path: str, seed: int = 0, max_tics: int
     images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(
         1000 * every / TIC_RATE), loop=0, optimize=True)
     os.replace(tmp, path)
-    print(f"{path}: {len(images)} frames of episode {seed} (paused, {res.outcome} so far, "
+    print(f"{path}: {len(images)} frames of episode {seed} (paused, {res.outcome}, "
           f"{len(res.decisions)} decisions)")
