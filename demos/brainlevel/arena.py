@@ -80,8 +80,10 @@ class BrainMap:
     panel_tags: list[int]
 
 
-def build(net, title: str = "Brain level", acc: str = "internal") -> BrainMap:
-    circuit = lower(net)
+def build(net, title: str = "Brain level", acc: str = "internal",
+          door_budget: int | None = None) -> BrainMap:
+    """The map; `door_budget` splits long staircases into sub-lanes (policy.DOOR_BUDGET)."""
+    circuit = lower(net) if door_budget is None else lower(net, door_budget=door_budget)
     if [circuit.net.nodes[o].name for o in circuit.net.outputs] != [
             f"win[{k}]" for k in range(spec.N_ACTIONS)]:
         raise AssertionError("the policy network must end in the one-hot win[0..4]")

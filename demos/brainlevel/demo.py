@@ -23,7 +23,7 @@ TIC_RATE = 35
 def build_wad(out: str, pol: policy.Policy, acc: str = "internal") -> arena.BrainMap:
     from mapgen.compile import write_wad
 
-    bm = arena.build(pol.net, acc=acc)
+    bm = arena.build(pol.net, acc=acc, door_budget=policy.DOOR_BUDGET.get(pol.kind))
     write_wad(out, [bm.compiled], pol.net)
     return bm
 

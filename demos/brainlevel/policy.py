@@ -28,6 +28,9 @@ from . import spec
 # Which policy family the map computes: the one switch. "transformer" needs
 # models/transformer.py (issue 10); see `_transformer_policy` and docs/brainlevel.md.
 POLICY = "mlp"
+# Staircases longer than this are split into parallel one-door sub-lanes when the map is
+# compiled (mapgen.circuit.split_lanes, issue 10): more dolls, fewer tics. None: whole lanes.
+DOOR_BUDGET = {"mlp": None, "transformer": 1}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKED_IN = {k: os.path.join(ROOT, "circuits", f"brainlevel_{k}.dnet")
               for k in ("mlp", "transformer")}
@@ -200,12 +203,13 @@ T_TRAIN_STATES, T_EPOCHS, T_QAT_EPOCHS = 12_000, 10, 12
 def _transformer_policy(progress: bool) -> Policy:
     """A small transformer over the five tokens (attention with softmax, RMSNorm, a ReLU
     MLP, an action head), trained by behaviour cloning like the MLP, through
-    models/transformer.py (issue 10): float training, score caps calibrated, then
-    quantisation-aware fine-tuning with the float loss kept (the recipe of
-    models/seqtask.py); imported with from_torch; the argmax head appended to its logits."""
+    models/transformer.py (issue 10): `models.seqtask.fit` (float epochs, score caps
+    calibrated, quantisation-aware epochs keeping the float loss), imported with
+    from_torch (which proves every range fits a map), then the argmax head on `logits`."""
     from dsl.diagnostics import VoodooError
 
     try:
+        from models.seqtask import fit
         from models.transformer import Transformer, TransformerConfig, to_dnet
     except ImportError:
         raise VoodooError("brainlevel policy 'transformer' needs models/transformer.py "
@@ -216,29 +220,19 @@ def _transformer_policy(progress: bool) -> Policy:
     from dsl.parser import parse
     from models import from_torch
 
-    cfg = TransformerConfig(**TRANSFORMER)
     x, y = _data(T_TRAIN_STATES, SEED)
     xv, yv = _data(HELD_OUT, SEED + 1)
-    X = torch.as_tensor(x.reshape(-1, spec.TOKENS, spec.FEATURES))
-    XV = torch.as_tensor(xv.reshape(-1, spec.TOKENS, spec.FEATURES))
-    Y = torch.as_tensor(y)
+    shape = (-1, spec.TOKENS, spec.FEATURES)   # token by token: the netlist's input order
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        torch.manual_seed(SEED)
-        model = Transformer(cfg, SEED)
-        # models/seqtask.py's recipe: logits / 16, lr 0.03, batches of 128
-        _fit(torch, model, X, Y, T_EPOCHS, 0.03, lambda b: model(b, mode="float") / 16,
-             progress, "float", batch=128)
-        model.calibrate(X[:2000])
-        _fit(torch, model, X, Y, T_QAT_EPOCHS, 0.03,
-             lambda b: [model(b, mode="qat") / 16, model(b, mode="float") / 16], progress,
-             "qat", batch=128)
+        model = Transformer(TransformerConfig(**TRANSFORMER), SEED)
+        fit(model, x.reshape(shape), y, T_EPOCHS, T_QAT_EPOCHS, SEED, progress)
         with torch.no_grad():
-            fpred = model(XV, mode="float").argmax(1).numpy()
+            fpred = model(torch.as_tensor(xv.reshape(shape)), mode="float").argmax(1).numpy()
     finally:
         torch.set_num_threads(threads)
-    from_torch(model)  # the import path itself must accept the model
+    from_torch(model)
     text = argmax_head(to_dnet(model, "brain"), "logits", spec.N_ACTIONS)
     net = parse(text, "<brainlevel transformer policy>")
     ipred = decide_many(net, xv)
@@ -246,9 +240,8 @@ def _transformer_policy(progress: bool) -> Policy:
                   float((ipred == yv).mean()), float((fpred == ipred).mean()), None, text)
 
 
-def _fit(torch, model, x, y, epochs, lr, forward, progress, label, batch=256) -> None:
-    """Adam with a cosine schedule; `forward(xb)` gives the logits, or a list of logits
-    whose cross-entropy losses are summed (QAT keeping the float loss)."""
+def _fit(torch, model, x, y, epochs, lr, forward, progress, label) -> None:
+    """Adam with a cosine schedule, cross-entropy of `forward(batch)`, batches of 256."""
     gen = torch.Generator().manual_seed(SEED + (label == "qat"))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(epochs, 1))
@@ -257,14 +250,11 @@ def _fit(torch, model, x, y, epochs, lr, forward, progress, label, batch=256) ->
         from tqdm import tqdm
 
         it = tqdm(it, desc=f"train brain ({label})", unit="epoch")
-    ce = torch.nn.functional.cross_entropy
     for _ in it:
         perm = torch.randperm(len(x), generator=gen)
-        for i in range(0, len(x), batch):
-            idx = perm[i:i + batch]
-            out = forward(x[idx])
-            outs = out if isinstance(out, list) else [out]
-            loss = sum(ce(o, y[idx]) for o in outs)
+        for i in range(0, len(x), 256):
+            idx = perm[i:i + 256]
+            loss = torch.nn.functional.cross_entropy(forward(x[idx]), y[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
