@@ -216,3 +216,11 @@ def test_unknown_policy_kind_is_a_clear_error():
 
     with pytest.raises(VoodooError, match="choose 'mlp' or 'transformer'"):
         policy.build("lstm")
+
+
+def test_builds_are_byte_identical(tmp_path, brainwad):
+    from demos.brainlevel.demo import build_wad
+
+    again = str(tmp_path / "again.wad")
+    build_wad(again, policy.load())
+    assert open(again, "rb").read() == open(brainwad[0], "rb").read()
