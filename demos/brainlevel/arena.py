@@ -316,6 +316,7 @@ def _glue_observe() -> list[str]:
 
 def _glue_act(panel_tags: list[int]) -> list[str]:
     """Reading the one-hot decision and carrying an action out."""
+    lo, hi = spec.PISTOL_DAMAGE
     u = USERS
     S, NA = spec.SLOTS, spec.N_ACTIONS
     L = [
@@ -358,7 +359,8 @@ def _glue_act(panel_tags: list[int]) -> list[str]:
         f"    SetActorAngle({MARINE}, angle);",
         "    TakeInventory(\"Clip\", 1);",
         "    shots++;",
-        f"    LineAttack({MARINE}, angle, 0, 5 * Random(1, 3), \"BulletPuff\", \"None\", 4096.0, 0);",
+        f"    LineAttack({MARINE}, angle, 0, {lo} * Random(1, {hi // lo}), \"BulletPuff\", "
+        "\"None\", 4096.0, 0);",
         f"    PlaySound({MARINE}, \"weapons/pistol\", 1);",
         "}",
         "",
