@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("commands.extract", "read the netlist a map computes back from its geometry"),
     "verify": ("commands.verify", "an edited WAD: diff, static checks and an engine run"),
     "embed": ("commands.embed", "drop a circuit into your own map, wired to its switches"),
+    "brainlevel": ("commands.brainlevel", "an arena whose marine is steered by a policy the "
+                   "dolls compute"),
 }
 
 

@@ -166,7 +166,7 @@ class MapModel:
                 parts.append(f"angle = {t.angle};")
             if t.id:
                 parts.append(f"id = {t.id};")
-            parts += _special(t.special, t.args)
+            parts += _special(t.special, t.args) if t.special else _args(t.args)
             parts.append("skill1 = true; skill2 = true; skill3 = true; skill4 = true; "
                          "skill5 = true; single = true; coop = true; dm = true;")
             if t.comment:
@@ -180,6 +180,11 @@ def _special(special: int, args) -> list[str]:
     if not special:
         return []
     return [f"special = {special};"] + [f"arg{k} = {int(a)};" for k, a in enumerate(args) if a]
+
+
+def _args(args) -> list[str]:
+    """Arguments of a thing without a special (a camera's pitch...)."""
+    return [f"arg{k} = {int(a)};" for k, a in enumerate(args) if a]
 
 
 def _num(v: float) -> str:

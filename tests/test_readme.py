@@ -41,6 +41,8 @@ EXPECT = {
     "embed": r"^embedded: \d+ input\(s\) and \d+ output\(s\) wired$",
     # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
     "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
+    "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
+                  r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
 }
 # Extra checks on the whole output for some commands.
 CONTAINS = {
@@ -76,6 +78,8 @@ def _small(cmd: str) -> str:
     """The same command at a test's size."""
     if " mnist" in cmd:
         cmd = re.sub(r"--samples \d+", "", cmd) + " --samples 20 --small"
+    if " brainlevel" in cmd:
+        cmd = re.sub(r"--episodes \d+", "--episodes 1", cmd)
     return cmd
 
 

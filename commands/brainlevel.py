@@ -1,0 +1,29 @@
+"""`build.py brainlevel`: the arena whose marine is steered by a policy network computed by
+voodoo dolls in the same map (demos/brainlevel/, docs/brainlevel.md)."""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    from commands.common import add_acc_option
+
+    p.add_argument("-o", "--output", help="WAD to write (default wads/brainlevel.wad)")
+    p.add_argument("--episodes", type=int, metavar="N",
+                   help="run N seeded episodes (paused, live and the two baselines) and "
+                        "print the table")
+    p.add_argument("--live", action="store_true", help="only the live episodes (demons "
+                                                       "not frozen while the dolls think)")
+    p.add_argument("--paused", action="store_true", help="only the paused episodes")
+    p.add_argument("--first-seed", type=int, default=0, metavar="S",
+                   help="seeds S, S+1, ... (default 0)")
+    p.add_argument("--gif", metavar="OUT.gif", help="also write an animated GIF of one "
+                                                    "paused episode")
+    p.add_argument("--retrain", action="store_true",
+                   help="train the policy afresh (about a minute) instead of loading "
+                        "circuits/brainlevel_mlp.dnet")
+    add_acc_option(p)
+
+
+def run(args) -> int:
+    from demos.brainlevel.demo import run as demo
+
+    return demo(args)
