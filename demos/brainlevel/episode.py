@@ -65,7 +65,9 @@ class EpisodeResult:
 
 class BrainRunner:
     def __init__(self, wad: str, info: dict, render: bool = False, seed: int = 0):
-        from engine.doom import Engine
+        # In this process: the episode plays the marine through the game itself (actions,
+        # game variables, screens), which the child-process Engine does not forward.
+        from engine.doom import LocalEngine as Engine
 
         self.info = info
         self.bl = info["brainlevel"]
