@@ -125,3 +125,29 @@ def _written_since(t: float) -> list[str]:
             if os.path.isfile(p) and os.path.getmtime(p) > t:
                 found.append(p)
     return found
+
+
+def readme_python_snippets() -> list[str]:
+    """The README's Python snippets: indented code blocks whose first line imports."""
+    snippets, block = [], []
+    for line in open(README, encoding="utf-8").read().splitlines() + [""]:
+        if line.startswith("    "):
+            block.append(line[4:])
+            continue
+        if block and block[0].startswith(("import ", "from ")):
+            snippets.append("\n".join(block))
+        block = []
+    return snippets
+
+
+def test_readme_has_a_python_snippet():
+    assert readme_python_snippets(), "the README shows how to use the Gymnasium environment"
+
+
+@pytest.mark.parametrize("code", readme_python_snippets())
+def test_readme_python_snippet(code, tmp_path):
+    env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path),
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"README snippet failed:\n{code}\n{r.stderr[-3000:]}"
