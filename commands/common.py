@@ -18,6 +18,43 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
+def add_throughput_options(p, workers: bool = True) -> None:
+    """--no-pipeline and --ray (docs/throughput.md); with `workers`, --workers too."""
+    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                   help="one inference at a time (the simple schedule), even for many inputs")
+    p.add_argument("--ray", metavar="auto|ADDRESS",
+                   help="run the engines as Ray actors: 'auto' (the cluster on this machine, "
+                        "started if there is none) or a head's ADDRESS (host:port, "
+                        "ray://host:10001)")
+    if workers:
+        p.add_argument("--workers", type=int, default=2,
+                       help="engine processes, or Ray actors with --ray (default 2)")
+
+
+def check_workers(n: int) -> int:
+    from dsl.diagnostics import VoodooError
+
+    if n < 1:
+        raise VoodooError(f"--workers {n}: give at least 1 engine process")
+    return n
+
+
+def run_engines(wad: str, infos, tiles, net, X, *, workers: int = 2, ray: str | None = None,
+                pipeline: bool = True, chunk: int = 20, progress=None):
+    """Every row of X through the maps of `wad`: in local engine processes, or as Ray actors
+    with `ray` (then Ray is imported, and only then). Outputs in order, and engine tics."""
+    if ray:
+        from engine.cluster import cluster, run_ray
+
+        with cluster(ray, num_cpus=workers) as r:
+            return run_ray(r, wad, infos, tiles, net, X, workers, chunk=chunk,
+                           progress=progress, pipeline=pipeline)
+    from engine.tiled import run_tiled
+
+    return run_tiled(wad, infos, tiles, net, X, workers=workers, chunk=chunk, progress=progress,
+                     pipeline=pipeline)
+
+
 def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None):
     """(netlist, compiled maps, tiles or None) for a netlist file."""
     from dsl import load

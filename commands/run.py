@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from commands.common import add_acc_option, add_tiles_option
+    from commands.common import add_acc_option, add_throughput_options, add_tiles_option
 
     p.add_argument("file", help=".dnet or .json netlist, or a WAD built by `compile`")
     p.add_argument("--input", "-i", action="append", default=[],
@@ -18,6 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
     add_tiles_option(p)
     add_acc_option(p)
+    add_throughput_options(p)
 
 
 def random_inputs(net, n: int, seed: int) -> list[list[int]]:
@@ -37,12 +38,14 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 
 def run(args) -> int:
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
-                       debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc)
+                       debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
+                       pipeline=args.pipeline, ray=args.ray, workers=args.workers)
 
 
 def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
                 output: str | None = None, tiles: str | None = None,
-                acc: str = "internal") -> int:
+                acc: str = "internal", pipeline: bool = True, ray: str | None = None,
+                workers: int = 2) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
     from commands.eval import parse_vector
@@ -75,8 +78,11 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     tics = sum(i["inference_tics"] for i in loaded.infos)
     print(f"{out}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
           f"{', '.join(names)}")
-    results = _run_one_map(loaded, rows, debug) if len(loaded.infos) == 1 else \
-        _run_tiled(loaded, rows)
+    if ray and (debug or net.steps > 1):
+        raise VoodooError("--ray runs independent inferences: not with --debug or a "
+                          "multi-step (spiking) netlist")
+    results = _run_one_map(loaded, rows, debug, pipeline) \
+        if len(loaded.infos) == 1 and not ray else _run_tiled(loaded, rows, pipeline, ray, workers)
     exact = 0
     from commands.common import format_row
     for c in results:
@@ -87,7 +93,7 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     return 0 if exact == len(rows) else 1
 
 
-def _run_one_map(loaded, rows, debug):
+def _run_one_map(loaded, rows, debug, pipeline=True):
     from dsl.diagnostics import VoodooError
     from dsl.lower import lower_products
 
@@ -103,17 +109,25 @@ def _run_one_map(loaded, rows, debug):
                 raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once "
                                   "per step")
             return compare_sequence(runner, net, lowered, rows, debug=debug)
-        return [compare(runner, net, lowered, x, debug=debug)
-                for x in progress(rows, len(rows), "inferences")]
+        if debug or not pipeline:
+            return [compare(runner, net, lowered, x, debug=debug)
+                    for x in progress(rows, len(rows), "inferences")]
+        return _compared(net, rows, runner.infer_many(rows, pipeline=True))
 
 
-def _run_tiled(loaded, rows):
+def _compared(net, rows, got):
     from dsl.reference import evaluate
 
     from engine.runner import Comparison
-    from engine.tiled import run_tiled
 
-    got, _ = run_tiled(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
-                       workers=min(2, len(rows)), chunk=max(1, len(rows) // 4))
-    ref = evaluate(loaded.net, rows).last_outputs().tolist()
+    ref = evaluate(net, rows).last_outputs().tolist()
     return [Comparison(list(x), g, r) for x, g, r in zip(rows, got, ref)]
+
+
+def _run_tiled(loaded, rows, pipeline=True, ray=None, workers=2):
+    from commands.common import check_workers, run_engines
+
+    got, _ = run_engines(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
+                         workers=min(check_workers(workers), len(rows)), ray=ray,
+                         pipeline=pipeline, chunk=max(1, len(rows) // 4))
+    return _compared(loaded.net, rows, got)

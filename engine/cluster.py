@@ -1,0 +1,116 @@
+"""Engine work on a Ray cluster: the samples of a run, in shards, through every map of a
+WAD, each shard on a Ray actor that holds its own engine.
+
+The same work as engine/tiled.py's local processes (`run_chunk` is shared), fanned out to
+whatever machines the cluster has. Results come back in input order and are the same
+integers a local run gives. Ray is imported only here, and only when a run asks for it
+(`--ray auto|ADDRESS`): nothing else in the project loads it. docs/throughput.md says how to
+start a cluster and what each worker needs.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+from dsl.diagnostics import VoodooError
+from dsl.ir import Netlist
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What a worker does not need of the project (the working directory is shipped to it).
+EXCLUDES = [".git", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
+
+
+@contextmanager
+def cluster(address: str, num_cpus: int | None = None):
+    """Connect to Ray (`address`: 'auto' for the cluster running on this machine, started
+    here with `num_cpus` CPUs when there is none; or a head's 'host:port' /
+    'ray://host:10001'), ship the project's code to the workers, and disconnect after."""
+    try:
+        import ray
+    except ImportError:
+        raise VoodooError("--ray needs the `ray` package: pip install -r requirements.txt") \
+            from None
+    env = {"working_dir": ROOT, "excludes": EXCLUDES}
+    if ray.is_initialized():  # a caller (the bench) started it: use it as it is
+        yield ray
+        return
+    try:
+        if address == "auto":
+            try:
+                ray.init(address="auto", runtime_env=env, log_to_driver=False)
+            except ConnectionError:
+                ray.init(num_cpus=num_cpus, runtime_env=env, log_to_driver=False,
+                         include_dashboard=False)
+        else:
+            ray.init(address=address, runtime_env=env, log_to_driver=False)
+    except (ConnectionError, ValueError, RuntimeError) as e:
+        raise VoodooError(f"--ray {address}: could not connect to a Ray cluster: {e}\n"
+                          "    hint: start one with `ray start --head` (docs/throughput.md), "
+                          "or use --ray auto") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+class ShardWorker:
+    """A Ray actor's state: one engine on its own copy of the WAD (sent as bytes, so a
+    worker needs no shared disk)."""
+
+    def __init__(self, wad_bytes: bytes, infos: list[dict], io: list[tuple[list, list]],
+                 pipeline: bool):
+        import tempfile
+
+        from engine.doom import Engine
+
+        self.dir = tempfile.mkdtemp(prefix="voodoonet-ray-")
+        self.wad = os.path.join(self.dir, "map.wad")
+        with open(self.wad, "wb") as f:
+            f.write(wad_bytes)
+        self.infos, self.io, self.pipeline = infos, io, pipeline
+        self.engine = Engine(self.wad, "MAP01")
+
+    def run(self, chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
+        from engine.tiled import run_chunk
+
+        return run_chunk(self.engine, self.wad, self.infos, self.io, chunk, self.pipeline)
+
+    def close(self) -> None:
+        import shutil
+
+        self.engine.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_ray(ray, wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int,
+            chunk: int = 20, progress=None, pipeline: bool = True) -> tuple[list[list[int]], int]:
+    """engine.tiled.run_tiled on a Ray cluster (`ray` from `cluster()`): `workers` actors,
+    each with its own engine; outputs in input order and the total engine tics."""
+    from ray.util import ActorPool
+
+    names_in = [net.nodes[i].name for i in net.inputs]
+    names_out = [net.nodes[o].name for o in net.outputs]
+    io = [(t.inputs, t.outputs) for t in tiles]
+    work = [(i, dict(zip(names_in, map(int, x)))) for i, x in enumerate(X)]
+    chunks = [work[i:i + chunk] for i in range(0, len(work), chunk)]
+    with open(wad, "rb") as f:
+        wad_ref = ray.put(f.read())
+    Actor = ray.remote(num_cpus=1)(ShardWorker)
+    actors = [Actor.remote(wad_ref, infos, io, pipeline) for _ in range(max(1, workers))]
+    results: dict[int, list[int]] = {}
+    total_tics = 0
+    try:
+        pool = ActorPool(actors)
+        for done in pool.map_unordered(lambda a, c: a.run.remote(c), chunks):
+            for idx, values, tics in done:
+                results[idx] = [values[n] for n in names_out]
+                total_tics += tics
+            if progress:
+                progress(len(done))
+    finally:
+        try:  # engines closed before their actors go, or the engine processes outlive them
+            ray.get([a.close.remote() for a in actors], timeout=30)
+        finally:
+            for a in actors:
+                ray.kill(a)
+    return [results[i] for i in range(len(X))], total_tics
