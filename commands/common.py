@@ -31,30 +31,6 @@ def add_throughput_options(p, workers: bool = True) -> None:
                        help="engine processes, or Ray actors with --ray (default 2)")
 
 
-def check_workers(n: int) -> int:
-    from dsl.diagnostics import VoodooError
-
-    if n < 1:
-        raise VoodooError(f"--workers {n}: give at least 1 engine process")
-    return n
-
-
-def run_engines(wad: str, infos, tiles, net, X, *, workers: int = 2, ray: str | None = None,
-                pipeline: bool = True, chunk: int = 20, progress=None):
-    """Every row of X through the maps of `wad`: in local engine processes, or as Ray actors
-    with `ray` (then Ray is imported, and only then). Outputs in order, and engine tics."""
-    if ray:
-        from engine.cluster import cluster, run_ray
-
-        with cluster(ray, num_cpus=workers) as r:
-            return run_ray(r, wad, infos, tiles, net, X, workers, chunk=chunk,
-                           progress=progress, pipeline=pipeline)
-    from engine.tiled import run_tiled
-
-    return run_tiled(wad, infos, tiles, net, X, workers=workers, chunk=chunk, progress=progress,
-                     pipeline=pipeline)
-
-
 def build_maps(path: str, tiles: str | None, acc: str = "internal", title: str | None = None):
     """(netlist, compiled maps, tiles or None) for a netlist file."""
     from dsl import load

@@ -125,7 +125,7 @@ def _compared(net, rows, got):
 
 
 def _run_tiled(loaded, rows, pipeline=True, ray=None, workers=2):
-    from commands.common import check_workers, run_engines
+    from engine.cluster import check_workers, run_engines
 
     got, _ = run_engines(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
                          workers=min(check_workers(workers), len(rows)), ray=ray,

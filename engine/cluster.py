@@ -2,7 +2,7 @@
 WAD, each shard on a Ray actor that holds its own engine.
 
 The same work as engine/tiled.py's local processes (`run_chunk` is shared), fanned out to
-whatever machines the cluster has. Results come back in input order and are the same
+whatever machines the cluster has; `run_engines` picks one or the other. Results come back in input order and are the same
 integers a local run gives. Ray is imported only here, and only when a run asks for it
 (`--ray auto|ADDRESS`): nothing else in the project loads it. docs/throughput.md says how to
 start a cluster and what each worker needs.
@@ -20,27 +20,58 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXCLUDES = [".git", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
 
 
+def check_workers(n: int) -> int:
+    if n < 1:
+        raise VoodooError(f"--workers {n}: give at least 1 engine process")
+    return n
+
+
+def run_engines(wad: str, infos, tiles, net: Netlist, X, *, workers: int = 2,
+                ray: str | None = None, pipeline: bool = True, chunk: int = 20, progress=None
+                ) -> tuple[list[list[int]], int]:
+    """Every row of X through the maps of `wad`: in local engine processes
+    (engine.tiled.run_tiled), or as Ray actors with `ray` (then Ray is imported, and only
+    then). Outputs in input order, and the engine tics."""
+    if ray:
+        with cluster(ray, num_cpus=workers) as r:
+            return run_ray(r, wad, infos, tiles, net, X, workers, chunk=chunk,
+                           progress=progress, pipeline=pipeline)
+    from engine.tiled import run_tiled
+
+    return run_tiled(wad, infos, tiles, net, X, workers=workers, chunk=chunk, progress=progress,
+                     pipeline=pipeline)
+
+
+def start_local(ray, num_cpus: int | None = None) -> None:
+    """A Ray cluster on this machine only: its workers find the project's code where it is
+    (no copy to unpack per worker, so actors start in a fraction of a second)."""
+    from ray.job_config import JobConfig
+
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+             job_config=JobConfig(code_search_path=[ROOT]))
+
+
 @contextmanager
 def cluster(address: str, num_cpus: int | None = None):
-    """Connect to Ray (`address`: 'auto' for the cluster running on this machine, started
-    here with `num_cpus` CPUs when there is none; or a head's 'host:port' /
-    'ray://host:10001'), ship the project's code to the workers, and disconnect after."""
+    """Connect to Ray and disconnect after. `address` 'auto': the cluster running on this
+    machine (`ray start --head`), or else a new local one of `num_cpus` CPUs; otherwise a
+    head's 'host:port' or 'ray://host:10001'. The project's code is shipped to the workers
+    of a cluster we did not start (runtime_env working_dir)."""
     try:
         import ray
     except ImportError:
         raise VoodooError("--ray needs the `ray` package: pip install -r requirements.txt") \
             from None
-    env = {"working_dir": ROOT, "excludes": EXCLUDES}
-    if ray.is_initialized():  # a caller (the bench) started it: use it as it is
+    if ray.is_initialized():  # a caller (the bench, a test) started it: use it as it is
         yield ray
         return
+    env = {"working_dir": ROOT, "excludes": EXCLUDES}
     try:
         if address == "auto":
             try:
                 ray.init(address="auto", runtime_env=env, log_to_driver=False)
             except ConnectionError:
-                ray.init(num_cpus=num_cpus, runtime_env=env, log_to_driver=False,
-                         include_dashboard=False)
+                start_local(ray, num_cpus)
         else:
             ray.init(address=address, runtime_env=env, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as e:
