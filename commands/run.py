@@ -37,6 +37,9 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 
 
 def run(args) -> int:
+    from engine.cluster import check_workers
+
+    check_workers(args.workers)
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
                        debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
                        pipeline=args.pipeline, ray=args.ray, workers=args.workers)

@@ -175,11 +175,16 @@ def _unroll(pipe: Pipeline, beats: int) -> list[tuple]:
 
 
 def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
-    """Lane -> its rides in time order: (release key, park key, ride end tic, inference)."""
+    """Lane -> its rides in time order: (release key, park key, ride end tic, inference);
+    the park key is None for a doll released again before it was parked."""
     rides: dict[int, list] = {}
     start: dict[int, tuple] = {}
     for tic, order, kind, i, inf in sorted(events):
         if kind == "release":
+            if i in start:  # released again before it was parked: a ride with no park
+                t0, o0, inf0 = start[i]
+                need = run_tics(layout.lanes[i].travel())
+                rides.setdefault(i, []).append(((t0, o0), None, t0 + need - 1, inf0))
             start[i] = (tic, order, inf)
         elif kind == "park" and i in start:
             t0, o0, inf0 = start.pop(i)
@@ -202,6 +207,10 @@ def _check_lanes(layout: Layout, sched: Schedule, events: list[tuple]) -> list[D
         where, who = net.nodes[g.lane.node].pos, f"'{names[g.lane.node]}{g.lane.label}'"
         bad = []
         for (rel, park, end, _), nxt in zip(rides.get(i, []), rides.get(i, [])[1:] + [None]):
+            if park is None:
+                bad.append(f"its doll is released at tic {nxt[0][0]} before it is back from "
+                           f"the ride released at tic {rel[0]}")
+                continue
             if park[0] <= end:
                 bad.append(f"its doll is parked at tic {park[0]} but may ride until tic {end}")
             if nxt is not None and nxt[0] <= park:
@@ -276,6 +285,10 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     events = _unroll(pipe, beats)
     out = _check_lanes(layout, sched, events)
     out += _check_light_use(layout, sched, events, depth, beats)
+    if any(e.tic > pipe.beat_tics for e in pipe.events):
+        out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
+                              f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
+                              "before this one is done", "a bug in the pipelined schedule"))
     if any(e.tic < 1 for e in pipe.events if e.kind == "copy"):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: doors written "
                               "in tic 0, before the input scripts stored the inputs",
