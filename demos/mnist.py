@@ -100,7 +100,7 @@ def _run_engine(data, tiles, maps, out: str, workers: int, pipeline: bool = True
     wall = time.perf_counter() - t0
     bar.close()
     got = np.array(got, dtype=np.int64)
-    return dict(got=got, tics=tics, wall=wall,
+    return dict(got=got, tics=tics, wall=wall, pipeline=pipeline, ray=ray,
                 exact=int(np.sum(np.all(got == data["ref"], axis=1))))
 
 
@@ -126,8 +126,10 @@ def _report(data, tiles, maps, res, out: str, workers: int) -> None:
         ("engine == reference", f"{exact}/{n} (all ten outputs of every digit)"),
         ("dolls per tile", ", ".join(str(len(m.circuit.lanes)) for m in maps)),
         ("tics per digit", f"{tics / n:.0f} ("
+                           + ("pipelined; " if res["pipeline"] else "") + "one at a time: "
                            f"{' + '.join(str(m.manifest['inference_tics'] + 1) for m in maps)})"),
-        ("seconds per digit", f"{wall / n:.4f} (wall, {workers} engine processes)"),
+        ("seconds per digit", f"{wall / n:.4f} (wall, {workers} engine "
+                              + ("Ray actors" if res["ray"] else "processes") + ")"),
         ("digits per second", f"{n / wall:.1f}"),
         ("engine time", f"{wall:.1f} s"),
     ]
