@@ -11,10 +11,12 @@ processes, all measured in this one run on this machine.
    timed alternately, several times, and the best time of each counts (the machine is
    shared: the best run is the least disturbed one). Every output is checked against
    the NumPy reference.
-2. The MNIST held-out digits in two local engine processes (pipelined, then simple), and
+2. The MNIST held-out digits in two local engine processes (pipelined, and simple), and
    pipelined on a local Ray cluster of the same size (`ray.init(num_cpus=2)`, two actors;
    starting the cluster is not timed, starting the actors and their engines is, as the
-   local processes' start is).
+   local processes' start is; each Ray run gets a freshly started cluster, as a
+   `--ray auto` run does). The digits go in four parts; in each part the three runs
+   take turns going first, so a change in the machine's load falls on all three alike.
 
 The last line: `mnist N digits: pipelined X s, simple Y s (speed-up R); ray Z s (overhead O%)`.
 """
@@ -88,10 +90,14 @@ def mnist_digits(transform, n: int):
     return transform(split.test_images[pick]).tolist()
 
 
-def mnist_runs(net, X, tmp: str, workers: int) -> dict:
-    """The digits through the MNIST maps three ways; every output checked."""
+def mnist_runs(net, X, tmp: str, workers: int, rounds: int) -> dict:
+    """The digits through the MNIST maps three ways, in `rounds` parts; within each part
+    the three runs take turns going first, so that a change in the machine's load falls on
+    all three alike. Every output is checked."""
+    import ray
+
     from demos.mnist import run_digits
-    from engine.cluster import cluster
+    from engine.cluster import start_local
     from mapgen.tiles import compile_tiles, plan_tiles
 
     tiles = plan_tiles(net)
@@ -99,28 +105,28 @@ def mnist_runs(net, X, tmp: str, workers: int) -> dict:
     path = os.path.join(tmp, "mnist.wad")
     write_wad(path, maps, net, tiles)
     infos = [m.manifest for m in maps]
-    ref = evaluate(net, X).last_outputs().tolist()
-    out = {}
-
-    def timed(key, **kw):
-        t = time.perf_counter()
-        got, tics = run_digits(path, infos, tiles, net, X, workers, **kw)
-        out[key] = time.perf_counter() - t
-        out[key + "_tics"] = tics / len(X)
-        out[key + "_exact"] = got == ref
-
-    timed("pipelined", pipeline=True)
-    timed("simple", pipeline=False)
-    import ray
-
-    from engine.cluster import start_local
-
-    start_local(ray, num_cpus=workers)  # ray.init(num_cpus=2): not timed
-    try:
-        with cluster("auto"):  # uses the cluster just started
-            timed("ray", pipeline=True, ray="auto")
-    finally:
-        ray.shutdown()
+    modes = [("pipelined", dict(pipeline=True)), ("simple", dict(pipeline=False)),
+             ("ray", dict(pipeline=True, ray="auto"))]
+    out = {k: 0.0 for k, _ in modes} | {k + "_tics": 0 for k, _ in modes}
+    exact = {k: True for k, _ in modes}
+    for r, part in enumerate(np.array_split(np.arange(len(X)), rounds)):
+        Xp = [X[i] for i in part]
+        ref = evaluate(net, Xp).last_outputs().tolist()
+        for key, kw in modes[r % 3:] + modes[:r % 3]:
+            if "ray" in kw:  # a fresh cluster per run, as `--ray auto` starts; not timed
+                start_local(ray, num_cpus=workers)
+            try:
+                t = time.perf_counter()
+                got, tics = run_digits(path, infos, tiles, net, Xp, workers, **kw)
+                out[key] += time.perf_counter() - t
+            finally:
+                if "ray" in kw:
+                    ray.shutdown()
+            out[key + "_tics"] += tics
+            exact[key] &= got == ref
+    for k, _ in modes:
+        out[k + "_tics"] /= len(X)
+        out[k + "_exact"] = exact[k]
     return out
 
 
@@ -147,7 +153,7 @@ def main() -> int:
                   f"{m['simple']:>9.1f} {m['pipelined'] / m['simple']:>6.2f} "
                   f"{'yes' if m['exact'] else 'NO':>6}")
         X = mnist_digits(transform, digits)
-        r = mnist_runs(net_m, X, tmp, workers)
+        r = mnist_runs(net_m, X, tmp, workers, rounds=max(1, min(4, digits // 400)))
     exact = all(r[k + "_exact"] for k in ("pipelined", "simple", "ray"))
     print(f"\n{net_m.name}, {digits} held-out digits, {workers} engine processes / Ray actors "
           f"(every output {'exact' if exact else 'NOT EXACT'}):")
