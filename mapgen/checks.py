@@ -193,7 +193,7 @@ def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
     return rides
 
 
-def _check_lanes(layout: Layout, sched: Schedule, events: list[tuple]) -> list[Diagnostic]:
+def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
     from .program import door_speed
 
     out = []
@@ -283,7 +283,7 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     depth = max((e.offset for e in pipe.events), default=0) + 1
     beats = depth + 2  # whole inferences 0..2, each with neighbours on both sides
     events = _unroll(pipe, beats)
-    out = _check_lanes(layout, sched, events)
+    out = _check_lanes(layout, events)
     out += _check_light_use(layout, sched, events, depth, beats)
     if any(e.tic > pipe.beat_tics for e in pipe.events):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "

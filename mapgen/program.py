@@ -160,7 +160,6 @@ class Pipeline:
     beat_tics: int             # from the puke tic to the ack
     events: list[Event]        # every bus operation of script 4, sorted by (tic, order)
     lags: list[int]            # per output slot: beats from an inference's entry to its read
-    need: int                  # the ii the lights' lifetimes require (== ii unless forced)
 
     @property
     def period(self) -> int:
@@ -207,8 +206,7 @@ def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pip
     if c.net.steps != 1 or any(l.persistent for l in c.lights) or not sched.output_slots \
             or not sched.phases:
         return None
-    need = pipeline_need(layout, sched)
-    ii = ii or need
+    ii = ii or pipeline_need(layout, sched)
     writers = light_writers(layout)
     by_phase = {ph.index: ph for ph in sched.phases}
     events: list[Event] = []
@@ -239,7 +237,7 @@ def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pip
             if last % ii == j:
                 events.append(Event(tic, base + ORDER["read"], "read", k, last // ii))
     lags = [max(writers.get(tag, {0})) // ii for tag, _ in sched.output_slots]
-    return Pipeline(ii, tic, sorted(events, key=lambda e: (e.tic, e.order, e.what)), lags, need)
+    return Pipeline(ii, tic, sorted(events, key=lambda e: (e.tic, e.order, e.what)), lags)
 
 
 class Bus:
