@@ -41,9 +41,28 @@ from mapgen.compile import compile_netlist, write_wad  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def engine_cpu() -> float:
+    """CPU seconds used so far by this process and its children that still run (the
+    ViZDoom engine process): on a shared machine a steadier measure than wall time."""
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+            kids = f.read().split()
+        for pid in kids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
 def rate(net, n: int, tmp: str, rounds: int) -> dict:
     """Inferences per second of `net` in one engine: pipelined and simple, best of
-    `rounds` alternating runs of the same n inputs."""
+    `rounds` alternating runs of the same n inputs; and the CPU time each schedule used
+    (engine process and Python together), summed over the rounds."""
     rng = np.random.default_rng(0)
     xs = [[int(rng.integers(lo, hi + 1)) for lo, hi in net.input_ranges()] for _ in range(n)]
     ref = evaluate(net, xs).last_outputs().tolist()
@@ -51,19 +70,23 @@ def rate(net, n: int, tmp: str, rounds: int) -> dict:
     path = os.path.join(tmp, f"{net.name}.wad")
     write_wad(path, [cm])
     best = {True: float("inf"), False: float("inf")}
+    cpu = {True: 0.0, False: 0.0}
     exact = True
     with MapRunner(path, cm.manifest) as r:
         r.infer_many(xs[:4])  # warm-up
         for _ in range(rounds):
             for pipe in (True, False):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), engine_cpu()
                 got = r.infer_many(xs, pipeline=pipe)
                 best[pipe] = min(best[pipe], time.perf_counter() - t)
+                cpu[pipe] += engine_cpu() - c
                 exact &= got == ref
     pipe = cm.schedule.pipeline
     return dict(name=net.name, dolls=len(cm.circuit.lanes), phases=len(cm.schedule.phases),
                 simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.period,
-                pipelined=n / best[True], simple=n / best[False], exact=exact, n=n)
+                pipelined=n / best[True], simple=n / best[False], exact=exact, n=n,
+                cpu_ratio=cpu[False] / max(cpu[True], 1e-9),
+                cpu_ms=1000 * cpu[True] / (n * rounds))
 
 
 def four_layer_mlp():
@@ -144,14 +167,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         print("inferences per second in one engine (best of "
               f"{rounds} alternating runs of {n} inputs each)")
-        print(f"{'network':>14} {'dolls':>6} {'phases':>6} {'tics':>11} "
-              f"{'pipelined/s':>12} {'simple/s':>9} {'ratio':>6} {'exact':>6}")
+        print(f"{'network':>12} {'dolls':>5} {'phases':>6} {'tics/inference':>14} "
+              f"{'pipelined/s':>11} {'simple/s':>8} {'ratio':>5} {'cpu ratio':>9} "
+              f"{'exact':>5}")
         for net in (load(os.path.join(ROOT, "circuits", "hello.dnet")), four_layer_mlp(), net_m):
             m = rate(net, n, tmp, rounds)
-            print(f"{m['name']:>14} {m['dolls']:>6} {m['phases']:>6} "
-                  f"{m['beat_tics']:>4} vs {m['simple_tics']:>3} {m['pipelined']:>12.1f} "
-                  f"{m['simple']:>9.1f} {m['pipelined'] / m['simple']:>6.2f} "
-                  f"{'yes' if m['exact'] else 'NO':>6}")
+            print(f"{m['name']:>12} {m['dolls']:>5} {m['phases']:>6} "
+                  f"{m['beat_tics']:>6} vs {m['simple_tics']:>3} {m['pipelined']:>15.1f} "
+                  f"{m['simple']:>8.1f} {m['pipelined'] / m['simple']:>5.2f} "
+                  f"{m['cpu_ratio']:>9.2f} {'yes' if m['exact'] else 'NO':>5}")
+        print("(ratio: pipelined/simple inferences per second, best runs; cpu ratio: simple/"
+              "pipelined CPU time of engine + Python over all runs)")
         X = mnist_digits(transform, digits)
         r = mnist_runs(net_m, X, tmp, workers, rounds=max(1, min(4, digits // 400)))
     exact = all(r[k + "_exact"] for k in ("pipelined", "simple", "ray"))
