@@ -66,6 +66,8 @@ def cluster(address: str, num_cpus: int | None = None):
         yield ray
         return
     env = {"working_dir": ROOT, "excludes": EXCLUDES}
+    if address != "auto":
+        _answers(address)
     try:
         if address == "auto":
             try:
@@ -82,6 +84,23 @@ def cluster(address: str, num_cpus: int | None = None):
         yield ray
     finally:
         ray.shutdown()
+
+
+def _answers(address: str, timeout: float = 5.0) -> None:
+    """Fail at once, with a hint, when nothing listens at a head's address: Ray itself
+    keeps retrying for minutes."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise VoodooError(f"--ray {address}: give 'auto' or a head's address as HOST:PORT "
+                          "(e.g. 10.0.0.5:6379, or ray://10.0.0.5:10001 for Ray Client)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise VoodooError(f"--ray {address}: no Ray head answers there ({e.strerror or e})\n"
+                          "    hint: start one with `ray start --head` on that machine "
+                          "(docs/throughput.md), or use --ray auto") from None
 
 
 class ShardWorker:

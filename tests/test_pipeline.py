@@ -209,6 +209,15 @@ def test_bad_workers_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "--workers 0" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_ray_address_where_nothing_answers_is_a_clear_error(tmp_path):
+    """Ray itself would retry for minutes; the run says what is wrong at once."""
+    xor = os.path.join(ROOT, "circuits", "xor.dnet")
+    for address, says in [("127.0.0.1:1", "no Ray head answers there"),
+                          ("nonsense", "HOST:PORT")]:
+        r = cli("run", xor, "--random", "3", "--ray", address, "-o", str(tmp_path / "x.wad"))
+        assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr
+
+
 NO_RAY = """
 import sys
 sys.path.insert(0, {root!r})
