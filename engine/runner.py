@@ -6,6 +6,8 @@ the predicted number of tics and requires the map's acknowledgement: an inferenc
 does not finish in its predicted time is an error, not something to wait out. Outputs come
 back through USER globals; in debug mode every node's accumulator and value are read back
 as well, and the first node (in dependency order) that differs from the reference is named.
+`infer_many` runs many independent inferences through the map's pipelined beat (one enters
+every beat; docs/throughput.md), each beat acknowledged the same way.
 """
 from __future__ import annotations
 
