@@ -24,7 +24,7 @@ from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import physics as P
 from .layout import Layout
-from .program import Pipeline, Schedule, run_tics
+from .program import Pipeline, Schedule, lane_targets, run_tics
 
 MAX_DOLLS = 4000
 MAX_SECTORS = 65535
@@ -231,15 +231,6 @@ def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
     return out
 
 
-def _targets(layout: Layout, g) -> set[int]:
-    """The lights a lane's lines add to or set (group tags resolved to their members)."""
-    groups = layout.circuit.groups
-    tags = [t for t, _ in g.lane.prelude + g.lane.prelude_sets]
-    for door in g.lane.doors:
-        tags += [t for t, _ in door.lines + door.sets]
-    return {light for t in tags for light in groups.get(t, [t])}
-
-
 def _light_problems(by_inf: dict[int, list], writer_lanes: set[int], whole) -> list[str]:
     """One light's uses, by inference: reset before its writes, every writer's ride of
     that inference before each read, and no overlap with another inference's uses."""
@@ -300,7 +291,7 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
                      beats: int) -> list[Diagnostic]:
     c = layout.circuit
     names = _names(layout)
-    targets = {i: _targets(layout, g) for i, g in enumerate(layout.lanes)}
+    targets = {i: lane_targets(layout, g) for i, g in enumerate(layout.lanes)}
     lanes_of: dict[int, set[int]] = {}   # light -> the lanes that write it
     for i, tags in targets.items():
         for tag in tags:

@@ -139,6 +139,11 @@ def plan(layout: Layout) -> Schedule:
 # then copies (a light read onto doors) before resets (the light freed for the next
 # inference), then releases, parks and output reads.
 ORDER = {"copy": 1, "reset": 2, "release": 3, "park": 4, "read": 5}
+# Door ceiling moves started in one tic cost the engine about quadratically in their number
+# (measured on the trained MNIST map: 1,920 door moves in one tic took 16 ms of engine CPU,
+# in two tics 8.7 ms, in four about 6 ms). The beat starts at most this many per tic, the
+# longest lanes first: the short lanes have slack in the beat to start later.
+MAX_MOVES_PER_TIC = 480
 
 
 @dataclass(frozen=True)
@@ -167,18 +172,21 @@ class Pipeline:
         return self.beat_tics + 1
 
 
+def lane_targets(layout: Layout, g) -> set[int]:
+    """The lights a lane's lines add to or set (group tags resolved to their members)."""
+    groups = layout.circuit.groups
+    tags = [t for t, _ in g.lane.prelude + g.lane.prelude_sets]
+    for door in g.lane.doors:
+        tags += [t for t, _ in door.lines + door.sets]
+    return {light for t in tags for light in groups.get(t, [t])}
+
+
 def light_writers(layout: Layout) -> dict[int, set[int]]:
-    """Light tag -> the phases whose dolls add to it or set it (through group tags too)."""
-    c = layout.circuit
+    """Light tag -> the phases whose dolls add to it or set it."""
     out: dict[int, set[int]] = {}
     for g in layout.lanes:
-        lane = g.lane
-        tags = [t for t, _ in lane.prelude + lane.prelude_sets]
-        for door in lane.doors:
-            tags += [t for t, _ in door.lines + door.sets]
-        for t in tags:
-            for light in c.groups.get(t, [t]):
-                out.setdefault(light, set()).add(lane.phase)
+        for light in lane_targets(layout, g):
+            out.setdefault(light, set()).add(g.lane.phase)
     return out
 
 
@@ -212,32 +220,51 @@ def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pip
     events: list[Event] = []
     tic = 1  # tic 0: the input scripts store their arguments
     for j in range(ii):
-        phases = [by_phase[p] for p in sorted(by_phase) if p % ii == j]
-        lanes = [i for ph in phases for i in ph.lanes]
-        copy = max([ph.copy_tics for ph in phases], default=0)
-        run = max([ph.run_tics for ph in phases], default=0)
-        base = 10 * j
-        for i in lanes:
-            g = layout.lanes[i]
-            off = g.lane.phase // ii
-            if g.lane.source[0] != "none":
-                events.append(Event(tic, base + ORDER["copy"], "copy", i, off))
-            events.append(Event(tic + copy, base + ORDER["release"], "release", i, off))
-            # Each doll is parked as soon as it could have stopped: a doll on a conveyor
-            # costs the engine about as much pushing against a closed door as riding.
-            events.append(Event(tic + copy + run_tics(g.travel()), base + ORDER["park"], "park",
-                                i, off))
-        for light in c.lights:
-            first = min(writers.get(light.tag, {-1}))
-            if first >= 0 and first % ii == j:
-                events.append(Event(tic, base + ORDER["reset"], "reset", light.tag, first // ii))
-        tic += copy + run
+        lanes = [i for p in sorted(by_phase) if p % ii == j for i in by_phase[p].lanes]
+        first = {l.tag: min(writers[l.tag]) for l in c.lights if l.tag in writers}
+        resets = {t: p // ii for t, p in first.items() if p % ii == j}
+        events += _slot_events(layout, lanes, resets, ii, tic, 10 * j)
+        tic = max([tic] + [e.tic for e in events])
         for k, (tag, _) in enumerate(sched.output_slots):
             last = max(writers.get(tag, {0}))
             if last % ii == j:
-                events.append(Event(tic, base + ORDER["read"], "read", k, last // ii))
+                events.append(Event(tic, 10 * j + ORDER["read"], "read", k, last // ii))
     lags = [max(writers.get(tag, {0})) // ii for tag, _ in sched.output_slots]
     return Pipeline(ii, tic, sorted(events, key=lambda e: (e.tic, e.order, e.what)), lags)
+
+
+def _slot_events(layout: Layout, lanes: list[int], resets: dict[int, int], ii: int,
+                 start: int, base: int) -> list[Event]:
+    """One slot from tic `start`: copies (longest rides first, MAX_MOVES_PER_TIC door moves
+    a tic), each light reset right after the copy that read it, each doll released once its
+    doors have landed and the lights it adds to are reset, and parked as soon as it could
+    have stopped (a doll on a conveyor costs the engine about as much pushing against a
+    closed door as riding)."""
+    order = sorted(lanes, key=lambda i: (-layout.lanes[i].travel(), i))
+    copy_at, tic, moves = {}, start, 0
+    for i in order:
+        doors = len(layout.lanes[i].lane.doors)
+        if moves and moves + doors > MAX_MOVES_PER_TIC:
+            tic, moves = tic + 1, 0
+        copy_at[i], moves = tic, moves + doors
+    readers: dict[int, int] = {}  # light -> the last copy tic of this slot that reads it
+    for i in lanes:
+        src = layout.lanes[i].lane.source
+        if src[0] == "light":
+            readers[src[1]] = max(readers.get(src[1], start), copy_at[i])
+    reset_at = {t: readers.get(t, start) for t in resets}
+    events = [Event(t, base + ORDER["reset"], "reset", tag, resets[tag])
+              for tag, t in reset_at.items()]
+    for i in lanes:
+        g = layout.lanes[i]
+        off = g.lane.phase // ii
+        land = copy_at[i] + (door_speed(g)[1] if g.lane.source[0] != "none" else 0)
+        go = max([land] + [reset_at[t] + 1 for t in lane_targets(layout, g) if t in reset_at])
+        if g.lane.source[0] != "none":
+            events.append(Event(copy_at[i], base + ORDER["copy"], "copy", i, off))
+        events.append(Event(go, base + ORDER["release"], "release", i, off))
+        events.append(Event(go + run_tics(g.travel()), base + ORDER["park"], "park", i, off))
+    return events
 
 
 class Bus:
