@@ -14,8 +14,8 @@ processes, all measured in this one run on this machine.
 2. The MNIST held-out digits in two local engine processes (pipelined, and simple), and
    pipelined on a local Ray cluster of the same size (`ray.init(num_cpus=2)`, two actors;
    starting the cluster is not timed, starting the actors and their engines is, as the
-   local processes' start is; each Ray run gets a freshly started cluster, as a
-   `--ray auto` run does). The digits go in four parts; in each part the three runs
+   local processes' start is; the cluster stays up for all parts, idle while the
+   local processes run). The digits go in four parts; in each part the three runs
    take turns going first, so a change in the machine's load falls on all three alike.
 
 The last line: `mnist N digits: pipelined X s, simple Y s (speed-up R); ray Z s (overhead O%)`.
@@ -132,21 +132,19 @@ def mnist_runs(net, X, tmp: str, workers: int, rounds: int) -> dict:
              ("ray", dict(pipeline=True, ray="auto"))]
     out = {k: 0.0 for k, _ in modes} | {k + "_tics": 0 for k, _ in modes}
     exact = {k: True for k, _ in modes}
-    for r, part in enumerate(np.array_split(np.arange(len(X)), rounds)):
-        Xp = [X[i] for i in part]
-        ref = evaluate(net, Xp).last_outputs().tolist()
-        for key, kw in modes[r % 3:] + modes[:r % 3]:
-            if "ray" in kw:  # a fresh cluster per run, as `--ray auto` starts; not timed
-                start_local(ray, num_cpus=workers)
-            try:
+    start_local(ray, num_cpus=workers)  # ray.init(num_cpus=2), workers up: not timed
+    try:
+        for r, part in enumerate(np.array_split(np.arange(len(X)), rounds)):
+            Xp = [X[i] for i in part]
+            ref = evaluate(net, Xp).last_outputs().tolist()
+            for key, kw in modes[r % 3:] + modes[:r % 3]:
                 t = time.perf_counter()
                 got, tics = run_digits(path, infos, tiles, net, Xp, workers, **kw)
                 out[key] += time.perf_counter() - t
-            finally:
-                if "ray" in kw:
-                    ray.shutdown()
-            out[key + "_tics"] += tics
-            exact[key] &= got == ref
+                out[key + "_tics"] += tics
+                exact[key] &= got == ref
+    finally:
+        ray.shutdown()
     for k, _ in modes:
         out[k + "_tics"] /= len(X)
         out[k + "_exact"] = exact[k]
