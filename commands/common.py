@@ -40,6 +40,19 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
+def add_throughput_options(p, workers: bool = True) -> None:
+    """--no-pipeline and --ray (docs/throughput.md); with `workers`, --workers too."""
+    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                   help="one inference at a time (the simple schedule), even for many inputs")
+    p.add_argument("--ray", metavar="auto|ADDRESS",
+                   help="run the engines as Ray actors: 'auto' (the cluster on this machine, "
+                        "started if there is none) or a head's ADDRESS (host:port, "
+                        "ray://host:10001)")
+    if workers:
+        p.add_argument("--workers", type=int, default=2,
+                       help="engine processes, or Ray actors with --ray (default 2)")
+
+
 def check_tiles(tiles: str | None) -> int | str | None:
     """--tiles N|auto, validated before any work: None, 'auto' or a number >= 1."""
     from dsl.diagnostics import VoodooError

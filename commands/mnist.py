@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    from commands.common import add_acc_option
+    from commands.common import add_acc_option, add_throughput_options
 
     p.add_argument("--samples", type=int, default=2000,
                    help="held-out digits to run in the engine (default: all 2,000)")
@@ -16,6 +16,7 @@ def add_arguments(p) -> None:
                    help="use the small checked-in model (circuits/mnist_small.dnet): no training")
     p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad)")
     add_acc_option(p)
+    add_throughput_options(p, workers=False)
 
 
 def run(args) -> int:

@@ -13,7 +13,8 @@ EXIT_HELP = ("exit status: 0 every output EXACT; 1 refused (bad arguments or inp
 
 
 def add_arguments(p) -> None:
-    from commands.common import add_acc_option, add_tiles_option, allow_negative_vectors
+    from commands.common import (add_acc_option, add_throughput_options, add_tiles_option,
+                                 allow_negative_vectors)
 
     allow_negative_vectors(p)
     p.epilog = EXIT_HELP
@@ -32,6 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
     add_tiles_option(p)
     add_acc_option(p)
+    add_throughput_options(p)
 
 
 def random_inputs(net, n: int, seed: int) -> list[list[int]]:
@@ -50,9 +52,13 @@ def random_inputs(net, n: int, seed: int) -> list[list[int]]:
 
 
 def run(args) -> int:
+    from engine.cluster import check_workers
+
+    check_workers(args.workers)
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
                        debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
-                       as_json=args.json)
+                       as_json=args.json, pipeline=args.pipeline, ray=args.ray,
+                       workers=args.workers)
 
 
 def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> list:
@@ -78,7 +84,8 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> 
 
 def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
                 output: str | None = None, tiles: str | None = None,
-                acc: str = "internal", as_json: bool = False) -> int:
+                acc: str = "internal", as_json: bool = False, pipeline: bool = True,
+                ray: str | None = None, workers: int = 2) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
     from commands.common import build_maps, default_wad, output_path, writing
@@ -104,8 +111,11 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
         with writing(out, "the WAD"):
             write_wad(out, maps, net, plan)
         loaded = load_wad(out)
-    results = _run_one_map(loaded, rows, debug) if len(loaded.infos) == 1 else \
-        _run_tiled(loaded, rows)
+    if ray and (debug or net.steps > 1):
+        raise VoodooError("--ray runs independent inferences: not with --debug or a "
+                          "multi-step (spiking) netlist")
+    results = _run_one_map(loaded, rows, debug, pipeline) \
+        if len(loaded.infos) == 1 and not ray else _run_tiled(loaded, rows, pipeline, ray, workers)
     exact = sum(c.exact for c in results)
     tics = sum(i["inference_tics"] + 1 for i in loaded.infos)
     if as_json:
@@ -147,7 +157,8 @@ def _json_report(loaded, results, tics: int) -> str:
         "verdict": "EXACT" if exact == len(results) else "MISMATCH"})
 
 
-def _run_one_map(loaded, rows, debug):
+def _run_one_map(loaded, rows, debug, pipeline=True):
+    from dsl.diagnostics import VoodooError
     from dsl.lower import lower_products
 
     from commands.common import progress
@@ -159,17 +170,25 @@ def _run_one_map(loaded, rows, debug):
         if net.steps > 1:
             # A spiking netlist: the inputs are one sequence, a row per time step.
             return compare_sequence(runner, net, lowered, rows, debug=debug)
-        return [compare(runner, net, lowered, x, debug=debug)
-                for x in progress(rows, len(rows), "inferences")]
+        if debug or not pipeline:
+            return [compare(runner, net, lowered, x, debug=debug)
+                    for x in progress(rows, len(rows), "inferences")]
+        return _compared(net, rows, runner.infer_many(rows, pipeline=True))
 
 
-def _run_tiled(loaded, rows):
+def _compared(net, rows, got):
     from dsl.reference import evaluate
 
     from engine.runner import Comparison
-    from engine.tiled import run_tiled
 
-    got, _ = run_tiled(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
-                       workers=min(2, len(rows)), chunk=max(1, len(rows) // 4))
-    ref = evaluate(loaded.net, rows).last_outputs().tolist()
+    ref = evaluate(net, rows).last_outputs().tolist()
     return [Comparison(list(x), g, r) for x, g, r in zip(rows, got, ref)]
+
+
+def _run_tiled(loaded, rows, pipeline=True, ray=None, workers=2):
+    from engine.cluster import check_workers, run_engines
+
+    got, _ = run_engines(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
+                         workers=min(check_workers(workers), len(rows)), ray=ray,
+                         pipeline=pipeline, chunk=max(1, len(rows) // 4))
+    return _compared(loaded.net, rows, got)

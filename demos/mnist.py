@@ -20,7 +20,8 @@ def run(args) -> int:
 
     data = _digits(args)
     tiles, maps, out = _compile(data["net"], args, args.output or default_wad("mnist"))
-    res = _run_engine(data, tiles, maps, out, args.workers)
+    res = _run_engine(data, tiles, maps, out, args.workers, getattr(args, "pipeline", True),
+                      getattr(args, "ray", None))
     _report(data, tiles, maps, res, out, args.workers)
     return 0 if res["exact"] == data["n"] else 1
 
@@ -74,22 +75,32 @@ def _compile(net, args, out: str):
     return tiles, maps, out
 
 
-def _run_engine(data, tiles, maps, out: str, workers: int) -> dict:
+def run_digits(out: str, infos, tiles, net, X, workers: int, pipeline: bool = True,
+               ray: str | None = None, progress=None):
+    """The digits through the tiles' maps, in engine processes or Ray actors: (outputs,
+    engine tics). Shared with bench/throughput.py, so both run the same work."""
+    from engine.cluster import check_workers, run_engines
+
+    n = len(X)
+    return run_engines(out, infos, tiles, net, X, workers=check_workers(workers), ray=ray,
+                       pipeline=pipeline, chunk=max(5, min(50, n // (4 * workers) or 1)),
+                       progress=progress)
+
+
+def _run_engine(data, tiles, maps, out: str, workers: int, pipeline: bool = True,
+                ray: str | None = None) -> dict:
     import numpy as np
     from tqdm import tqdm
-
-    from engine.tiled import run_tiled
 
     n = data["n"]
     bar = tqdm(total=n, desc="digits in the engine", unit="digit")
     t0 = time.perf_counter()
-    got, tics = run_tiled(out, [m.manifest for m in maps], tiles, data["net"],
-                          data["X"].tolist(), workers=workers,
-                          chunk=max(5, min(50, n // (4 * workers) or 1)), progress=bar.update)
+    got, tics = run_digits(out, [m.manifest for m in maps], tiles, data["net"],
+                           data["X"].tolist(), workers, pipeline, ray, progress=bar.update)
     wall = time.perf_counter() - t0
     bar.close()
     got = np.array(got, dtype=np.int64)
-    return dict(got=got, tics=tics, wall=wall,
+    return dict(got=got, tics=tics, wall=wall, pipeline=pipeline, ray=ray,
                 exact=int(np.sum(np.all(got == data["ref"], axis=1))))
 
 
@@ -115,8 +126,10 @@ def _report(data, tiles, maps, res, out: str, workers: int) -> None:
         ("engine == reference", f"{exact}/{n} (all ten outputs of every digit)"),
         ("dolls per tile", ", ".join(str(len(m.circuit.lanes)) for m in maps)),
         ("tics per digit", f"{tics / n:.0f} ("
+                           + ("pipelined; " if res["pipeline"] else "") + "one at a time: "
                            f"{' + '.join(str(m.manifest['inference_tics'] + 1) for m in maps)})"),
-        ("seconds per digit", f"{wall / n:.4f} (wall, {workers} engine processes)"),
+        ("seconds per digit", f"{wall / n:.4f} (wall, {workers} engine "
+                              + ("Ray actors" if res["ray"] else "processes") + ")"),
         ("digits per second", f"{n / wall:.1f}"),
         ("engine time", f"{wall:.1f} s"),
     ]

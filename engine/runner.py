@@ -6,6 +6,8 @@ the predicted number of tics and requires the map's acknowledgement: an inferenc
 does not finish in its predicted time is an error, not something to wait out. Outputs come
 back through USER globals; in debug mode every node's accumulator and value are read back
 as well, and the first node (in dependency order) that differs from the reference is named.
+`infer_many` runs many independent inferences through the map's pipelined beat (one enters
+every beat; docs/throughput.md), each beat acknowledged the same way.
 """
 from __future__ import annotations
 
@@ -44,9 +46,7 @@ class MapRunner:
     def __exit__(self, *exc):
         self.close()
 
-    def infer(self, x, first: bool = False) -> list[int]:
-        """One inference (one time step); returns the output values in declared order.
-        `first` begins a new sequence: spiking membranes go back to their initial level."""
+    def _checked(self, x) -> list[int]:
         info = self.info
         x = [int(v) for v in x]
         if len(x) != len(info["inputs"]):
@@ -55,17 +55,53 @@ class MapRunner:
         for name, v, (lo, hi) in zip(info["inputs"], x, info["input_ranges"]):
             if not lo <= v <= hi:
                 raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
+        return x
+
+    def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> None:
+        """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
+        require its acknowledgement."""
+        info = self.info
         self.seq += 1
         begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-        self.engine.puke_many(begin + [(script, *x[4 * k:4 * k + 4])
-                                       for k, script in enumerate(info["input_scripts"])]
-                              + [(info["infer_script"], self.seq)])
-        self.engine.advance(info["inference_tics"] + 1)
-        self.tics += info["inference_tics"] + 1
+        self.engine.puke_many(begin + [(s, *x[4 * k:4 * k + 4])
+                                       for k, s in enumerate(info["input_scripts"])]
+                              + [(script, self.seq)])
+        self.engine.advance(tics + 1)
+        self.tics += tics + 1
         ack = self.engine.user(info["ack_var"])
         if ack != self.seq:
-            raise EngineError(f"{self.wad}: inference {self.seq} did not finish in its predicted "
-                              f"{info['inference_tics']} tics (ack {ack})")
+            raise EngineError(f"{self.wad}: step {self.seq} (script {script}) did not finish in "
+                              f"its predicted {tics} tics (ack {ack})")
+
+    def can_pipeline(self) -> bool:
+        return bool(self.info.get("pipeline")) and bool(self.info["outputs"])
+
+    def infer_many(self, xs, pipeline: bool = True) -> list[list[int]]:
+        """Several independent inferences; with `pipeline` (and a map that has the pipelined
+        beat, program.plan_pipeline) one enters every beat while earlier ones are still in
+        their later phases. Outputs in input order, the same as one `infer` each."""
+        xs = [self._checked(x) for x in xs]
+        if not (pipeline and len(xs) > 1 and self.can_pipeline()):
+            return [self.infer(x) for x in xs]
+        pipe = self.info["pipeline"]
+        lags = pipe["lags"]
+        out: list[list[int | None]] = [[None] * len(lags) for _ in xs]
+        # After the last real inference the pipeline drains: its last inputs enter again,
+        # and what those compute is never read.
+        for b in range(len(xs) + max(lags)):
+            self._step(xs[min(b, len(xs) - 1)], pipe["script"], pipe["beat_tics"])
+            vals = self.engine.users()
+            for k, lag in enumerate(lags):
+                if 0 <= b - lag < len(xs):
+                    out[b - lag][k] = vals[k]
+        return out
+
+    def infer(self, x, first: bool = False) -> list[int]:
+        """One inference (one time step); returns the output values in declared order.
+        `first` begins a new sequence: spiking membranes go back to their initial level."""
+        info = self.info
+        x = self._checked(x)
+        self._step(x, info["infer_script"], info["inference_tics"], first)
         if info["outputs"]:
             vals = self.engine.users()
             return vals[:len(info["outputs"])]

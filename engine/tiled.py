@@ -10,7 +10,8 @@ from engine.runner import MapRunner
 _WORKER: dict = {}
 
 
-def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]]) -> None:
+def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]],
+                      pipeline: bool = True) -> None:
     import signal
     import sys
     from multiprocessing.util import Finalize
@@ -21,30 +22,38 @@ def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, lis
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     engine = Engine(wad, "MAP01")
-    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine)
+    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine, pipeline=pipeline)
     # Close the engine when the worker exits, or its process outlives us.
     Finalize(engine, engine.close, exitpriority=10)
 
 
 def _tile_worker_run(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
-    """Samples through every tile in order, in this worker's engine. Returns each sample's
-    values by name and the engine tics it took."""
-    engine, infos, io = _WORKER["engine"], _WORKER["infos"], _WORKER["io"]
-    tics = {idx: 0 for idx, _ in chunk}
+    w = _WORKER
+    return run_chunk(w["engine"], w["wad"], w["infos"], w["io"], chunk, w["pipeline"])
+
+
+def run_chunk(engine: Engine, wad: str, infos: list[dict], io, chunk: list[tuple[int, dict]],
+              pipeline: bool = True) -> list[tuple[int, dict, int]]:
+    """Samples through every tile in order, in one engine (pipelined when the maps allow).
+    Returns each sample's values by name and the engine tics spent on it (a pipelined
+    run's tics shared out evenly). Also what engine/cluster.py's Ray actors run."""
+    tics = 0
     for k, info in enumerate(infos):
         name = f"MAP{k + 1:02d}"
         engine.change_map(name)
-        runner = MapRunner(_WORKER["wad"], info, name, engine=engine)
+        runner = MapRunner(wad, info, name, engine=engine)
         ins, outs = io[k]
-        for idx, values in chunk:
-            got = runner.infer([values[n] for n in ins])
-            values.update(zip(outs, got))
-            tics[idx] += info["inference_tics"] + 1
-    return [(idx, values, tics[idx]) for idx, values in chunk]
+        got = runner.infer_many([[values[n] for n in ins] for _, values in chunk], pipeline)
+        for (_, values), g in zip(chunk, got):
+            values.update(zip(outs, g))
+        tics += runner.tics
+    share = [tics // len(chunk) + (j < tics % len(chunk)) for j in range(len(chunk))]
+    return [(idx, values, t) for (idx, values), t in zip(chunk, share)]
 
 
 def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
-              chunk: int = 20, progress=None) -> tuple[list[list[int]], int]:
+              chunk: int = 20, progress=None, pipeline: bool = True
+              ) -> tuple[list[list[int]], int]:
     """Every sample of X through the tiles of `wad` (MAP01..), in `workers` engine processes.
     Returns the outputs in order and the total engine tics. `progress(n)` is called as
     samples finish. Python only looks values up by name between tiles."""
@@ -58,7 +67,7 @@ def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int 
     results: dict[int, list[int]] = {}
     total_tics = 0
     ctx = mp.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io))
+    pool = ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io, pipeline))
     try:
         for done in pool.imap_unordered(_tile_worker_run, chunks):
             for idx, values, tics in done:

@@ -12,7 +12,11 @@ layout and schedule, so they judge the map that will actually be written:
   (door faces, the lane's end wall, its spawn and parking points), where engines differ;
 - schedule: at most one plane move per plane per tic; a phase gives its slowest doll
   enough tics, so no doll stands in a door when the next inference moves its ceiling;
-- budgets: map extent inside the coordinate range, doll, sector, line and tag counts.
+- budgets: map extent inside the coordinate range, doll, sector, line and tag counts;
+- the pipelined beat (`check_pipeline`), unrolled over several beats: one mover per door
+  plane at a time, never while its doll rides; each doll parked only after it could have
+  stopped, and back before its next release; every light reset, written, then read by
+  one inference at a time, with every writer's ride of that inference before each read.
 
 tests/test_checks.py builds each bad case on purpose and watches its check fire.
 """
@@ -22,7 +26,7 @@ from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import physics as P
 from .layout import Layout
-from .program import Schedule, run_tics
+from .program import Pipeline, Schedule, lane_targets, run_tics
 
 MAX_DOLLS = 4000
 MAX_SECTORS = 65535
@@ -222,9 +226,170 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     return _no_tiling_hint(layout, out)
 
 
+def _unroll(pipe: Pipeline, beats: int) -> list[tuple]:
+    """The beat's events over `beats` consecutive beats: (tic, order, kind, what, inference)
+    with absolute tics (beat b starts at b * period) and inference = beat - offset."""
+    return [(b * pipe.period + e.tic, e.order, e.kind, e.what, b - e.offset)
+            for b in range(beats) for e in pipe.events]
+
+
+def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
+    """Lane -> its rides in time order: (release key, park key, ride end tic, inference);
+    the park key is None for a doll released again before it was parked."""
+    rides: dict[int, list] = {}
+    start: dict[int, tuple] = {}
+    for tic, order, kind, i, inf in sorted(events):
+        if kind == "release":
+            if i in start:  # released again before it was parked: a ride with no park
+                t0, o0, inf0 = start[i]
+                need = run_tics(layout.lanes[i].travel())
+                rides.setdefault(i, []).append(((t0, o0), None, t0 + need - 1, inf0))
+            start[i] = (tic, order, inf)
+        elif kind == "park" and i in start:
+            t0, o0, inf0 = start.pop(i)
+            need = run_tics(layout.lanes[i].travel())
+            rides.setdefault(i, []).append(((t0, o0), (tic, order), t0 + need - 1, inf0))
+    return rides
+
+
+def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
+    from .program import door_speed
+
+    out = []
+    names, net = _names(layout), layout.circuit.net
+    rides = _lane_rides(layout, events)
+    moves: dict[int, list[tuple[int, int]]] = {}
+    for tic, _, kind, i, _ in sorted(events):
+        if kind == "copy":
+            moves.setdefault(i, []).append((tic, tic + door_speed(layout.lanes[i])[1] - 1))
+    for i, g in enumerate(layout.lanes):
+        where, who = net.nodes[g.lane.node].pos, f"'{names[g.lane.node]}{g.lane.label}'"
+        bad = []
+        for (rel, park, end, _), nxt in zip(rides.get(i, []), rides.get(i, [])[1:] + [None]):
+            if park is None:
+                bad.append(f"its doll is released at tic {nxt[0][0]} before it is back from "
+                           f"the ride released at tic {rel[0]}")
+                continue
+            if park[0] <= end:
+                bad.append(f"its doll is parked at tic {park[0]} but may ride until tic {end}")
+            if nxt is not None and nxt[0] <= park:
+                bad.append(f"its doll is released at tic {nxt[0][0]} before it is back "
+                           f"from the ride released at tic {rel[0]}")
+        mv = moves.get(i, [])
+        for (a0, a1), nxt in zip(mv, mv[1:] + [None]):
+            if nxt is not None and nxt[0] <= a1:
+                bad.append(f"a second plane move at tic {nxt[0]} while the one from tic {a0} "
+                           "still runs (the engine drops it)")
+            for rel, _, end, _ in rides.get(i, []):
+                if a0 <= end and rel[0] <= a1:
+                    bad.append(f"its doors move at tics {a0}..{a1} while its doll rides "
+                               f"(tics {rel[0]}..{end}): a doll in a door blocks the move")
+        if bad:  # the first problem names the lane; the same one recurs every beat
+            out.append(Diagnostic(where, f"pipelined beat: lane of {who}: {bad[0]}",
+                                  "a bug in the pipelined schedule (program.plan_pipeline)"))
+    return out
+
+
+def _light_problems(by_inf: dict[int, list], writer_lanes: set[int], whole) -> list[str]:
+    """One light's uses, by inference: reset before its writes, every writer's ride of
+    that inference before each read, and no overlap with another inference's uses."""
+    bad = []
+    spans = []
+    for inf, uses in sorted(by_inf.items()):
+        resets = [u[1] for u in uses if u[0] == "reset"]
+        writes = [u for u in uses if u[0] == "write"]
+        reads = [u[1] for u in uses if u[0] == "read"]
+        if writes:
+            first = min(w[1] for w in writes)
+            last = max(w[2] for w in writes)
+            if resets and max(resets) >= first:
+                bad.append(f"reset at tic {max(resets)[0]} after a doll of the same inference "
+                           f"started adding at tic {first[0]}")
+            if reads and min(reads) <= last:
+                bad.append(f"read at tic {min(reads)[0]} while a doll may still add to it "
+                           f"(until tic {last[0]})")
+        if inf in whole and reads and writer_lanes:
+            rode = {w[3] for w in writes if w[2] < min(reads)}
+            if writer_lanes - rode:
+                bad.append(f"inference {inf} reads it before {len(writer_lanes - rode)} of its "
+                           f"{len(writer_lanes)} writing lanes rode for it")
+            elif not resets:
+                bad.append(f"inference {inf} reads it without resetting it")
+        spans.append((min(u[1] for u in uses), max(u[2] for u in uses), inf))
+    spans.sort()
+    for (a0, a1, i), (b0, b1, j) in zip(spans, spans[1:]):
+        if b0 <= a1:
+            bad.append(f"inference {j} uses it from tic {b0[0]} while inference {i} still "
+                       f"does until tic {a1[0]}")
+    return bad
+
+
+def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
+    """The pipelined beat, unrolled over enough beats to reach its steady state (module
+    docstring). Nothing to prove for a map without one."""
+    pipe = sched.pipeline
+    if pipe is None:
+        return []
+    depth = max((e.offset for e in pipe.events), default=0) + 1
+    beats = depth + 2  # whole inferences 0..2, each with neighbours on both sides
+    events = _unroll(pipe, beats)
+    out = _check_lanes(layout, events)
+    out += _check_light_use(layout, sched, events, depth, beats)
+    if any(e.tic > pipe.beat_tics for e in pipe.events):
+        out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
+                              f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
+                              "before this one is done", "a bug in the pipelined schedule"))
+    if any(e.tic < 1 for e in pipe.events if e.kind == "copy"):
+        out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: doors written "
+                              "in tic 0, before the input scripts stored the inputs",
+                              "a bug in the pipelined schedule"))
+    return out
+
+
+def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
+                     beats: int) -> list[Diagnostic]:
+    c = layout.circuit
+    names = _names(layout)
+    targets = {i: lane_targets(layout, g) for i, g in enumerate(layout.lanes)}
+    lanes_of: dict[int, set[int]] = {}   # light -> the lanes that write it
+    for i, tags in targets.items():
+        for tag in tags:
+            lanes_of.setdefault(tag, set()).add(i)
+    # light -> inference -> [(kind, first key, last key, lane)]; a key is (tic, order), and a
+    # doll's ride covers whole tics (its order against ACS within a tic is not ours to know)
+    use: dict[int, dict[int, list]] = {}
+    for i, rs in _lane_rides(layout, events).items():
+        for rel, _, end, inf in rs:
+            for tag in targets[i]:
+                use.setdefault(tag, {}).setdefault(inf, []).append(
+                    ("write", (rel[0], -1), (end, 10**9), i))
+    for tic, order, kind, what, inf in events:
+        if kind == "reset":
+            use.setdefault(what, {}).setdefault(inf, []).append(("reset", (tic, order),
+                                                                 (tic, order), None))
+        elif kind in ("copy", "read"):
+            tag = (layout.lanes[what].lane.source[1] if kind == "copy" else
+                   sched.output_slots[what][0])
+            if kind == "copy" and layout.lanes[what].lane.source[0] != "light":
+                continue
+            use.setdefault(tag, {}).setdefault(inf, []).append(("read", (tic, order),
+                                                                (tic, order), None))
+    out = []
+    for tag, by_inf in sorted(use.items()):
+        light = c.light(tag)
+        bad = _light_problems(by_inf, lanes_of.get(tag, set()), range(0, beats - depth + 1))
+        if bad:
+            out.append(Diagnostic(c.net.nodes[light.node].pos,
+                                  f"pipelined beat: the {light.role} light of "
+                                  f"'{names[light.node]}': {bad[0]}",
+                                  "a bug in the pipelined schedule (program.plan_pipeline): "
+                                  "the beat interval ii must cover the light's lifetime"))
+    return out
+
+
 def run_all(layout: Layout, sched: Schedule) -> None:
     problems = (check_lights(layout) + check_planes(layout) + check_geometry(layout)
                 + check_stop_clearance(layout) + check_schedule(layout, sched)
-                + check_budgets(layout))
+                + check_budgets(layout) + check_pipeline(layout, sched))
     if problems:
         raise CompileError(problems)

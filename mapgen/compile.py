@@ -150,6 +150,9 @@ def resource_report(m: CompiledMap) -> str:
         ("phases", f"{len(sched.phases)}: " + ", ".join(
             f"{ph.copy_tics if ph.index else 0}+{ph.run_tics}" for ph in sched.phases) + " tics"),
         ("tics per inference", f"{sched.inference_tics} (predicted)"),
+        ("pipelined", "no (spiking, or outputs read in batches)" if sched.pipeline is None else
+         f"one inference per beat of {sched.pipeline.period} tics ({sched.pipeline.ii} "
+         f"slot{'s' if sched.pipeline.ii > 1 else ''})"),
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)

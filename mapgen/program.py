@@ -19,6 +19,14 @@ Protocol (also in the manifest inside the WAD):
   must be started in the same tic as script 2; script R+b (token; R = 100, or the next
   hundred clear of the input scripts, named in the manifest) copies read batch b to
   USER1..58 and the token to USER59.
+
+Pipelined protocol (`plan_pipeline`, docs/throughput.md): script 4 (seq) runs one *beat*.
+Every lane rides once per beat; phase p serves the inference that entered p // ii beats
+earlier (ii, the initiation interval, is 1 for a layered network), so a new inference
+starts every beat instead of one per whole inference. The input scripts are started in the
+same tic as script 4 with the new inference's inputs; output k of the inference that
+entered at beat b is in USER k+1 after beat b + lag[k]. checks.check_pipeline proves the
+beat's timing from its explicit list of events.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ from .layout import Layout
 SCRIPT_OPEN = 1
 SCRIPT_INFER = 2
 SCRIPT_BEGIN = 3
+SCRIPT_PIPE = 4
 SCRIPT_INPUT_BASE = 10
 SCRIPT_READ_BASE = 100   # read scripts start here, or after the input scripts if those reach it
 
@@ -63,6 +72,7 @@ class Schedule:
     inference_tics: int                     # from the tic the pukes run to the ack
     speeds: dict[int, int] = field(default_factory=dict)  # lane index -> door mover speed
     writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
+    pipeline: "Pipeline | None" = None     # the overlapped schedule, when the net allows one
 
 
 def door_speed(g) -> tuple[int, int]:
@@ -120,7 +130,141 @@ def plan(layout: Layout) -> Schedule:
     sched = Schedule(phases, input_batches, read_batches,
                      outputs if len(outputs) <= READ_SLOTS else [], init, tic,
                      speeds=speeds, writes=writes)
+    sched.pipeline = plan_pipeline(layout, sched)
     return sched
+
+
+# --- the pipelined beat -------------------------------------------------------------------
+# Within a tic ACS runs statement by statement, so events of one tic are ordered: by slot,
+# then copies (a light read onto doors) before resets (the light freed for the next
+# inference), then releases, parks and output reads.
+ORDER = {"copy": 1, "reset": 2, "release": 3, "park": 4, "read": 5}
+# Door ceiling moves started in one tic cost the engine about quadratically in their number
+# (measured on the trained MNIST map: 1,920 door moves in one tic took 16 ms of engine CPU,
+# in two tics 8.7 ms, in four about 6 ms). The beat starts at most this many per tic, the
+# longest lanes first: the short lanes have slack in the beat to start later.
+MAX_MOVES_PER_TIC = 480
+
+
+@dataclass(frozen=True)
+class Event:
+    """One bus operation of the beat script: at `tic` of the beat (tic 0 runs the pukes),
+    in `order` within the tic. `what` is a lane index (copy, release, park), a light tag
+    (reset) or an output slot (read). The beat serves the inference that entered `offset`
+    beats before it."""
+    tic: int
+    order: int
+    kind: str
+    what: int
+    offset: int
+
+
+@dataclass
+class Pipeline:
+    ii: int                    # slots per beat: phase p rides in slot p % ii
+    beat_tics: int             # from the puke tic to the ack
+    events: list[Event]        # every bus operation of script 4, sorted by (tic, order)
+    lags: list[int]            # per output slot: beats from an inference's entry to its read
+
+    @property
+    def period(self) -> int:
+        """Tics from one beat's puke to the next (the runner advances beat_tics + 1)."""
+        return self.beat_tics + 1
+
+
+def lane_targets(layout: Layout, g) -> set[int]:
+    """The lights a lane's lines add to or set (group tags resolved to their members)."""
+    groups = layout.circuit.groups
+    tags = [t for t, _ in g.lane.prelude + g.lane.prelude_sets]
+    for door in g.lane.doors:
+        tags += [t for t, _ in door.lines + door.sets]
+    return {light for t in tags for light in groups.get(t, [t])}
+
+
+def light_writers(layout: Layout) -> dict[int, set[int]]:
+    """Light tag -> the phases whose dolls add to it or set it."""
+    out: dict[int, set[int]] = {}
+    for g in layout.lanes:
+        for light in lane_targets(layout, g):
+            out.setdefault(light, set()).add(g.lane.phase)
+    return out
+
+
+def pipeline_need(layout: Layout, sched: Schedule) -> int:
+    """The smallest initiation interval (slots per beat) the lights allow: a light is busy
+    from its reset (before its first writer's slot) to its last read, and the next
+    inference may only reset it after that."""
+    writers = light_writers(layout)
+    need = 1
+    for g in layout.lanes:
+        if g.lane.source[0] == "light" and writers.get(g.lane.source[1]):
+            need = max(need, g.lane.phase - min(writers[g.lane.source[1]]))
+    for tag, _ in sched.output_slots:
+        if writers.get(tag):  # read after its last writer's slot: one slot more
+            need = max(need, max(writers[tag]) - min(writers[tag]) + 1)
+    return need
+
+
+def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pipeline | None:
+    """The overlapped schedule (module docstring), or None where a network cannot overlap
+    inferences: spiking membranes carry state from one step to the next, and more outputs
+    than USER slots are read in batches after each inference. `ii` forces the interval
+    (tests use it to build a wrong schedule for checks.check_pipeline to catch)."""
+    c = layout.circuit
+    if c.net.steps != 1 or any(l.persistent for l in c.lights) or not sched.output_slots \
+            or not sched.phases:
+        return None
+    ii = ii or pipeline_need(layout, sched)
+    writers = light_writers(layout)
+    by_phase = {ph.index: ph for ph in sched.phases}
+    events: list[Event] = []
+    tic = 1  # tic 0: the input scripts store their arguments
+    for j in range(ii):
+        lanes = [i for p in sorted(by_phase) if p % ii == j for i in by_phase[p].lanes]
+        first = {l.tag: min(writers[l.tag]) for l in c.lights if l.tag in writers}
+        resets = {t: p // ii for t, p in first.items() if p % ii == j}
+        events += _slot_events(layout, lanes, resets, ii, tic, 10 * j)
+        tic = max([tic] + [e.tic for e in events])
+        for k, (tag, _) in enumerate(sched.output_slots):
+            last = max(writers.get(tag, {0}))
+            if last % ii == j:
+                events.append(Event(tic, 10 * j + ORDER["read"], "read", k, last // ii))
+    lags = [max(writers.get(tag, {0})) // ii for tag, _ in sched.output_slots]
+    return Pipeline(ii, tic, sorted(events, key=lambda e: (e.tic, e.order, e.what)), lags)
+
+
+def _slot_events(layout: Layout, lanes: list[int], resets: dict[int, int], ii: int,
+                 start: int, base: int) -> list[Event]:
+    """One slot from tic `start`: copies (longest rides first, MAX_MOVES_PER_TIC door moves
+    a tic), each light reset right after the copy that read it, each doll released once its
+    doors have landed and the lights it adds to are reset, and parked as soon as it could
+    have stopped (a doll on a conveyor costs the engine about as much pushing against a
+    closed door as riding)."""
+    order = sorted(lanes, key=lambda i: (-layout.lanes[i].travel(), i))
+    copy_at, tic, moves = {}, start, 0
+    for i in order:
+        doors = len(layout.lanes[i].lane.doors)
+        if moves and moves + doors > MAX_MOVES_PER_TIC:
+            tic, moves = tic + 1, 0
+        copy_at[i], moves = tic, moves + doors
+    readers: dict[int, int] = {}  # light -> the last copy tic of this slot that reads it
+    for i in lanes:
+        src = layout.lanes[i].lane.source
+        if src[0] == "light":
+            readers[src[1]] = max(readers.get(src[1], start), copy_at[i])
+    reset_at = {t: readers.get(t, start) for t in resets}
+    events = [Event(t, base + ORDER["reset"], "reset", tag, resets[tag])
+              for tag, t in reset_at.items()]
+    for i in lanes:
+        g = layout.lanes[i]
+        off = g.lane.phase // ii
+        land = copy_at[i] + (door_speed(g)[1] if g.lane.source[0] != "none" else 0)
+        go = max([land] + [reset_at[t] + 1 for t in lane_targets(layout, g) if t in reset_at])
+        if g.lane.source[0] != "none":
+            events.append(Event(copy_at[i], base + ORDER["copy"], "copy", i, off))
+        events.append(Event(go, base + ORDER["release"], "release", i, off))
+        events.append(Event(go + run_tics(g.travel()), base + ORDER["park"], "park", i, off))
+    return events
 
 
 class Bus:
@@ -283,6 +427,10 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.close_script()
     b.blank()
 
+    if sched.pipeline:
+        pipeline_source(b, layout, sched)
+        b.blank()
+
     for k, batch in enumerate(sched.read_batches):
         b.open_script(f"script {read_base(sched) + k} (int token)")
         for slot, (tag, label) in enumerate(batch):
@@ -291,6 +439,53 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.close_script()
         b.blank()
     return "\n".join(b.lines).rstrip() + "\n"
+
+
+def _entered(offset: int) -> str:
+    return "the new inference" if offset == 0 else \
+        f"the inference of {offset} beat{'s' if offset > 1 else ''} ago"
+
+
+def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
+    """Script 4, one beat: the pipeline's events in time order, with delays between tics."""
+    c, pipe = layout.circuit, sched.pipeline
+    names = {n.id: n.name for n in c.net.nodes}
+    lights = {l.tag: l for l in c.lights}
+    b.open_script(f"script {SCRIPT_PIPE} (int seq)")
+    b.comment(f"One beat of the pipeline ({pipe.ii} slot(s)): every lane rides once, phase p\n"
+              "for the inference that entered p // ii beats ago. Start the input scripts\n"
+              "in the same tic with the new inference's inputs.")
+    b.delay(1, "the input scripts started with this one have stored their arguments")
+    now = 1
+    for e in pipe.events:
+        if e.tic > now:
+            b.delay(e.tic - now, "door ceilings reach their values" if e.kind == "release"
+                    else "the slowest lane of the slot finishes")
+            now = e.tic
+        g = layout.lanes[e.what] if e.kind in ("copy", "release", "park") else None
+        who = f"{names[g.lane.node]}{g.lane.label}" if g else ""
+        if e.kind == "copy" and g.lane.source[0] == "input":
+            b.write_input(g.lane.door_tag, sched.speeds[e.what], f"inputs[{g.lane.source[1]}]",
+                          f"input {who}")
+        elif e.kind == "copy":
+            b.copy(g.lane.door_tag, sched.speeds[e.what], g.lane.source[1],
+                   f"neuron {who}, {_entered(e.offset)}")
+        elif e.kind == "release":
+            b.release(g.lane.tid, who)
+        elif e.kind == "park":
+            x, y, z = g.start
+            b.park(g.lane.tid, x, y, z, who)
+        elif e.kind == "reset":
+            light = lights[e.what]
+            b.reset_light(e.what, light.reset, f"{light.role} of {names[light.node]}, "
+                                               f"free for {_entered(e.offset)}")
+        elif e.kind == "read":
+            tag, label = sched.output_slots[e.what]
+            b.read(f"user{e.what + 1}", tag, f"output {label} of {_entered(e.offset)}")
+    if pipe.beat_tics > now:
+        b.delay(pipe.beat_tics - now, "the beat ends")
+    b.ack("ack", "seq")
+    b.close_script()
 
 
 def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
@@ -312,6 +507,9 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "all_outputs": [names[o] for o in c.net.outputs],
         "read_batches": [{"script": read_base(sched) + k, "labels": [lab for _, lab in batch]}
                          for k, batch in enumerate(sched.read_batches)],
+        "pipeline": None if sched.pipeline is None else {
+            "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,
+            "ii": sched.pipeline.ii, "lags": sched.pipeline.lags},
     }
 
 

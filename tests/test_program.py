@@ -19,11 +19,26 @@ def test_generated_acs_only_moves_values(path):
     assert bus_violations(cm.acs) == []
     # Every light is reset, every lane is parked and released, every door written once.
     c = cm.circuit
+    infer, pipe = script_body(cm.acs, 2), script_body(cm.acs, 4)
+    assert (pipe == "") == (cm.schedule.pipeline is None)
     for light in c.lights:
-        assert f"Light_ChangeToValue({light.tag}, " in cm.acs
+        assert f"Light_ChangeToValue({light.tag}, " in (script_body(cm.acs, 3) if light.persistent
+                                                        else infer)
     for lane in c.lanes:
-        assert cm.acs.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
-        assert cm.acs.count(f"SetActorPosition({lane.tid}, ") == 2  # parked at load and after its ride
+        for body in [infer] + ([pipe] if pipe else []):
+            assert body.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
+            assert body.count(f"SetActorPosition({lane.tid}, ") == 1  # parked after its ride
+            assert body.count(f"SetActorVelocity({lane.tid}, 4194304, ") == 1  # released once
+        # ... and at load time
+        assert script_body(cm.acs, 1).count(f"SetActorPosition({lane.tid}, ") == 1
+
+
+def script_body(acs: str, number: int) -> str:
+    """The text of script `number` ('' when the map has none)."""
+    import re
+
+    m = re.search(rf"^script {number} .*?^}}", acs, re.M | re.S)
+    return m.group(0) if m else ""
 
 
 @pytest.mark.parametrize("line", [

@@ -67,6 +67,12 @@ def test_forced_tiles_in_the_engine_match_one_map(tmp_path, n):
     write_wad(wad, maps)
     rng = np.random.default_rng(n)
     X = rng.integers(0, 4, size=(12, 4)).tolist()
-    got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=4)
+    got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=4,
+                          pipeline=False)
     assert got == evaluate(net, X).last_outputs().tolist()
     assert tics == len(X) * sum(m.manifest["inference_tics"] + 1 for m in maps)
+    # Pipelined: each chunk of 4 enters one per beat, and the pipeline drains after it.
+    got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=4)
+    assert got == evaluate(net, X).last_outputs().tolist()
+    pipes = [m.manifest["pipeline"] for m in maps]
+    assert tics == 3 * sum((4 + max(p["lags"])) * (p["beat_tics"] + 1) for p in pipes)
