@@ -50,9 +50,8 @@ def start_local(ray, num_cpus: int | None = None) -> None:
     # Ray starts its workers at niceness 15, and an engine started by a worker inherits it:
     # the engines then lose every contended tic to the driver and to other jobs (measured:
     # two actors took 41% longer than two local processes for the same work).
-    # A cluster of this machine only: every Ray service listens on the loopback address.
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-             _node_ip_address="127.0.0.1", job_config=JobConfig(code_search_path=[ROOT]),
+             job_config=JobConfig(code_search_path=[ROOT]),
              _system_config={"worker_niceness": 0})
     # Part of starting the cluster: its worker processes are up and have loaded our code
     # before any run is timed against local processes.
