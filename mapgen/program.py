@@ -332,9 +332,29 @@ class Bus:
 
 
 def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
-    c = layout.circuit
-    names = {n.id: n.name for n in c.net.nodes}
+    """The map's ACS: declarations, the OPEN script, the input scripts, the membrane reset,
+    the inference script (simple schedule), the pipelined beat, the read scripts."""
+    names = {n.id: n.name for n in layout.circuit.net.nodes}
     b = Bus()
+    _declarations(b, layout, title)
+    _open_script(b, layout, sched, names)
+    _input_scripts(b, layout, sched, names)
+    _begin_script(b, layout, names)
+    _infer_script(b, layout, sched, names)
+    if sched.pipeline:
+        pipeline_source(b, layout, sched)
+        b.blank()
+    for k, batch in enumerate(sched.read_batches):
+        b.open_script(f"script {read_base(sched) + k} (int token)")
+        for slot, (tag, label) in enumerate(batch):
+            b.read(f"user{slot + 1}", tag, label)
+        b.ack("read_ack", "token")
+        b.close_script()
+        b.blank()
+    return "\n".join(b.lines).rstrip() + "\n"
+
+
+def _declarations(b: Bus, layout: Layout, title: str) -> None:
     b.comment(f"{title}: a neural network compiled into a Doom map by VoodooNet.")
     b.comment("The map computes: dolls ride conveyor lanes, each door they get under is one\n"
               "step of a neuron's activation, each weighted line they cross adds to a light.\n"
@@ -347,12 +367,14 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.lines.append(f"global int {k}:user{k};")
     b.lines.append(f"global int {READ_ACK_VAR}:read_ack;   // token of the last read batch")
     b.lines.append(f"global int {ACK_VAR}:ack;        // -1: ready; then the last inference done")
-    n_in = len(c.net.inputs)
+    n_in = len(layout.circuit.net.inputs)
     if n_in:
         # One map array: the engine has only 128 map variables, and inputs can be many.
         b.lines.append(f"int inputs[{n_in}];  // the inputs, as received")
     b.blank()
 
+
+def _open_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     b.open_script(f"script {SCRIPT_OPEN} OPEN")
     b.comment("Each doll is named by the Thing_ChangeTID line it rides over after spawning;\n"
               "then every doll waits on its pad, the invariant between inferences.")
@@ -364,6 +386,8 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.close_script()
     b.blank()
 
+
+def _input_scripts(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     for k, batch in enumerate(sched.input_batches):
         args = ["a", "b", "c", "d"][:len(batch)]
         b.open_script(f"script {SCRIPT_INPUT_BASE + k} ({', '.join('int ' + a for a in args)})")
@@ -376,48 +400,32 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
         b.close_script()
         b.blank()
 
-    persistent = [l for l in c.lights if l.persistent]
-    if persistent:
-        b.open_script(f"script {SCRIPT_BEGIN} (void)")
-        b.comment("A new sequence: spiking membranes back to their initial level (start this\n"
-                  "script in the same tic as the first step's inference).")
-        for light in persistent:
-            b.reset_light(light.tag, light.reset, f"membrane of {names[light.node]}")
-        b.close_script()
-        b.blank()
 
+def _begin_script(b: Bus, layout: Layout, names: dict) -> None:
+    persistent = [l for l in layout.circuit.lights if l.persistent]
+    if not persistent:
+        return
+    b.open_script(f"script {SCRIPT_BEGIN} (void)")
+    b.comment("A new sequence: spiking membranes back to their initial level (start this\n"
+              "script in the same tic as the first step's inference).")
+    for light in persistent:
+        b.reset_light(light.tag, light.reset, f"membrane of {names[light.node]}")
+    b.close_script()
+    b.blank()
+
+
+def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
+    """One inference on the simple schedule: reset, then phase by phase copy, release,
+    wait and park; then the outputs to USER globals and the ack."""
     b.open_script(f"script {SCRIPT_INFER} (int seq)")
     b.delay(1, "the input scripts started with this one have stored their arguments")
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
-    for light in c.lights:
+    for light in layout.circuit.lights:
         if not light.persistent:
             b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        # Every doll waits on its pad, away from its doors: a doll inside a door sector
-        # would stop that door's ceiling from moving.
-        b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
-                                          "the final accumulators to their doors."))
-        for i in ph.lanes:
-            g = layout.lanes[i]
-            speed = sched.speeds[i]
-            if g.lane.source[0] == "none":
-                continue  # a clock lane has no doors
-            if g.lane.source[0] == "input":
-                b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
-                              f"input {names[g.lane.node]}")
-            else:
-                b.copy(g.lane.door_tag, speed, g.lane.source[1],
-                       f"neuron {names[g.lane.node]}{g.lane.label}")
-        b.delay(ph.copy_tics, "door ceilings reach their values")
-        for i in ph.lanes:
-            lane = layout.lanes[i].lane
-            b.release(lane.tid, names[lane.node] + lane.label)
-        b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
-        for i in ph.lanes:
-            g = layout.lanes[i]
-            x, y, z = g.start
-            b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
+        _phase(b, layout, sched, ph, names)
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")
@@ -427,18 +435,32 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     b.close_script()
     b.blank()
 
-    if sched.pipeline:
-        pipeline_source(b, layout, sched)
-        b.blank()
 
-    for k, batch in enumerate(sched.read_batches):
-        b.open_script(f"script {read_base(sched) + k} (int token)")
-        for slot, (tag, label) in enumerate(batch):
-            b.read(f"user{slot + 1}", tag, label)
-        b.ack("read_ack", "token")
-        b.close_script()
-        b.blank()
-    return "\n".join(b.lines).rstrip() + "\n"
+def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
+    # Every doll waits on its pad, away from its doors: a doll inside a door sector
+    # would stop that door's ceiling from moving.
+    b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
+                                      "the final accumulators to their doors."))
+    for i in ph.lanes:
+        g = layout.lanes[i]
+        speed = sched.speeds[i]
+        if g.lane.source[0] == "none":
+            continue  # a clock lane has no doors
+        if g.lane.source[0] == "input":
+            b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
+                          f"input {names[g.lane.node]}")
+        else:
+            b.copy(g.lane.door_tag, speed, g.lane.source[1],
+                   f"neuron {names[g.lane.node]}{g.lane.label}")
+    b.delay(ph.copy_tics, "door ceilings reach their values")
+    for i in ph.lanes:
+        lane = layout.lanes[i].lane
+        b.release(lane.tid, names[lane.node] + lane.label)
+    b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
+    for i in ph.lanes:
+        g = layout.lanes[i]
+        x, y, z = g.start
+        b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
 
 
 def _entered(offset: int) -> str:
