@@ -234,6 +234,9 @@ def test_transformer_policy_plays_exact(tmp_path):
     from demos.brainlevel.episode import BrainRunner
 
     pol = policy.load("transformer")
+    x = spec.random_obs(np.random.default_rng(7), 400)      # its header's agreement holds
+    agree = (policy.decide_many(pol.net, x) == [spec.expert(o) for o in x]).mean()
+    assert pol.int_agreement > 0.75 and abs(agree - pol.int_agreement) < 0.05
     names = {n.name.split("[")[0] for n in pol.net.nodes}
     assert {"lam0_0_4", "logits", "win"} <= names                # softmax, head, argmax
     assert any(n.startswith("rho") for n in names)               # the norm (1/rms)
