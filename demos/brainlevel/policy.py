@@ -26,7 +26,7 @@ import numpy as np
 from . import spec
 
 # Which policy family the map computes by default (`build.py brainlevel --policy` picks
-# the other): the transformer misses the 70-tic target (105 tics, docs/brainlevel.md).
+# the other): the transformer misses the 70-tic target (109 tics, docs/brainlevel.md).
 POLICY = "mlp"
 # Staircases longer than this are split into parallel one-door sub-lanes when the map is
 # compiled (mapgen.circuit.split_lanes, issue 10): more dolls, fewer tics. None: whole lanes.
