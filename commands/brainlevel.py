@@ -17,9 +17,13 @@ def add_arguments(p) -> None:
                    help="seeds S, S+1, ... (default 0)")
     p.add_argument("--gif", metavar="OUT.gif", help="also write an animated GIF of one "
                                                     "paused episode")
+    p.add_argument("--policy", choices=("mlp", "transformer"), default=None,
+                   help="the policy family the dolls compute (default: "
+                        "demos/brainlevel/policy.py POLICY, the MLP; the transformer is "
+                        "slower per decision, see docs/brainlevel.md)")
     p.add_argument("--retrain", action="store_true",
-                   help="train the policy afresh (about a minute) instead of loading "
-                        "circuits/brainlevel_mlp.dnet")
+                   help="train the policy afresh (a minute or two) instead of loading "
+                        "circuits/brainlevel_<policy>.dnet")
     add_acc_option(p)
 
 

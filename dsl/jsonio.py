@@ -273,14 +273,25 @@ class _Reader:
         return args
 
     def product(self, name: str, g: dict, size, path: str, gpos: Pos) -> None:
+        """Declared in place when its operands are already declared (as in every document
+        `dumps` writes, so that a round trip keeps the node order), else after every vector."""
         if size is not None:
             pairs = _product_vector(g, size, path, self.element, self.bad)
-            if pairs is not None:
+            if pairs is None:
+                return
+            ids = [(self.b.resolve_quiet(*x), self.b.resolve_quiet(*y)) for x, y in pairs]
+            if all(i is not None and j is not None for i, j in ids):
+                self.b.declare_pairs(name, ids, gpos)
+            else:
                 self.products.append((name, pairs, None, gpos))
             return
         a = self.element(g.get("a"), path + ".gate.a")
         c = self.element(g.get("b"), path + ".gate.b")
-        if a is not None and c is not None:
+        if a is None or c is None:
+            return
+        if self.b.resolve_quiet(*a) is not None and self.b.resolve_quiet(*c) is not None:
+            self.b.declare_product(name, a, c, gpos)
+        else:
             self.products.append((name, a, c, gpos))
 
     def declare_products(self) -> None:

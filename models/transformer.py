@@ -47,6 +47,7 @@ from torch import nn
 from dsl.diagnostics import VoodooError
 
 NORMS = ("none", "rms", "layer")
+NORM_SITES = ("both", "attn", "mlp")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class TransformerConfig:
     mlp: int = 0             # hidden width of each layer's ReLU MLP (0: no MLP)
     classes: int = 8         # logits of the head, read from the last token
     norm: str = "none"       # pre-norm before attention and MLP: none | rms | layer
+    norm_at: str = "both"    # where the norm is: both | attn (before attention) | mlp
     qk: int = 3              # q and k are integers in -qk..qk
     v: int = 3               # values in -v..v
     s_qkv: int = 16          # requantisation divisor of q, k, v
@@ -79,6 +81,8 @@ class TransformerConfig:
         problems = []
         if self.norm not in NORMS:
             problems.append(f"norm={self.norm!r}: use one of {', '.join(NORMS)}")
+        if self.norm_at not in NORM_SITES:
+            problems.append(f"norm_at={self.norm_at!r}: use one of {', '.join(NORM_SITES)}")
         if self.heads < 1 or self.d_model % self.heads:
             problems.append(f"d_model {self.d_model} is not a multiple of heads {self.heads}")
         for k in ("tokens", "features", "d_model", "layers", "classes", "qk", "v", "s_qkv",
@@ -91,6 +95,11 @@ class TransformerConfig:
         if problems:
             raise VoodooError("transformer config: " + "; ".join(problems))
         return self
+
+    def normed(self, site: str) -> bool:
+        """Whether the pre-norm before `site` ("attn" or "mlp") is there (one norm costs
+        three dependency levels in a map: a cheaper placement keeps only one of them)."""
+        return self.norm != "none" and self.norm_at in ("both", site)
 
     @property
     def head_dim(self) -> int:
@@ -246,7 +255,8 @@ class Transformer(nn.Module):
         d, F, T, M = cfg.d_model, cfg.features, cfg.tokens, cfg.mlp
         span = max(abs(cfg.in_lo), abs(cfg.in_hi), 1)
         sig_h = 20.0                                     # typical residual magnitude
-        sig_a = sig_h if cfg.norm == "none" else float(cfg.norm_k)
+        sig_a = sig_h if not cfg.normed("attn") else float(cfg.norm_k)
+        sig_m = sig_h if not cfg.normed("mlp") else float(cfg.norm_k)
 
         def p(*shape, std=0.0, init=0.0):
             return nn.Parameter(torch.randn(*shape, generator=g) * std + init)
@@ -261,7 +271,7 @@ class Transformer(nn.Module):
                        Wv=p(d, d, std=qkv), bv=p(d), Wo=p(d, d, std=sig_h / (o_in * math.sqrt(d))),
                        bo=p(d), g1=p(d, init=1.0), n1=p(d))
             if M:
-                blk.update(W1=p(M, d, std=cfg.s_mlp * cfg.mlp_max / (2 * sig_a * math.sqrt(d))),
+                blk.update(W1=p(M, d, std=cfg.s_mlp * cfg.mlp_max / (2 * sig_m * math.sqrt(d))),
                            b1=p(M), W2=p(d, M, std=8 / (cfg.mlp_max * math.sqrt(M))), b2=p(d),
                            g2=p(d, init=1.0), n2=p(d))
             blocks.append(nn.ParameterDict(blk))
@@ -315,7 +325,7 @@ class Transformer(nn.Module):
     def _block(self, ops: _Ops, h: _V, blk) -> _V:
         cfg = self.cfg
         W = _folded(cfg, blk, "1", ("q", "k", "v"))
-        a = _norm(ops, h) if cfg.norm != "none" else h
+        a = _norm(ops, h) if cfg.normed("attn") else h
         q = ops.quant(ops.lin(a, *W["q"]), cfg.s_qkv, -cfg.qk, cfg.qk)
         k = ops.quant(ops.lin(a, *W["k"]), cfg.s_qkv, -cfg.qk, cfg.qk)
         val = ops.quant(ops.lin(a, *W["v"]), cfg.s_qkv, -cfg.v, cfg.v)
@@ -325,7 +335,7 @@ class Transformer(nn.Module):
         h = h.zip(ops.lin(o, blk["Wo"], blk["bo"]), torch.add)
         if cfg.mlp:
             W = _folded(cfg, blk, "2", ("1",))
-            a = _norm(ops, h) if cfg.norm != "none" else h
+            a = _norm(ops, h) if cfg.normed("mlp") else h
             m = ops.quant(ops.lin(a, *W["1"]), cfg.s_mlp, 0, cfg.mlp_max, half=False)
             h = h.zip(ops.lin(m, blk["W2"], blk["b2"]), torch.add)
         return h
@@ -336,7 +346,7 @@ def _folded(cfg: TransformerConfig, blk, norm: str, names) -> dict:
     out = {}
     for n in names:
         Wn, bn = blk["W" + n], blk["b" + n]
-        if cfg.norm == "none":
+        if not cfg.normed({"1": "attn", "2": "mlp"}[norm]):
             out[n] = (Wn, bn)
         else:
             gain, shift = blk["g" + norm], blk["n" + norm]
@@ -494,7 +504,7 @@ def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int
       f"values -{cfg.v}..{cfg.v})")
     src = {}
     for t in range(T):
-        src[t] = _write_norm(w, cfg, f"h{l}_{t}", f"{l}_{t}") if cfg.norm != "none" \
+        src[t] = _write_norm(w, cfg, f"h{l}_{t}", f"{l}_{t}") if cfg.normed("attn") \
             else f"h{l}_{t}"
         for n in ("k", "q") if t in rows else ("k",):
             w.requant(src[t], f"{n}{l}_{t}", d, W[n][0], W[n][1], cfg.s_qkv, -cfg.qk, cfg.qk)
@@ -561,7 +571,7 @@ def _write_head(w: _Writer, cfg: TransformerConfig, l: int, g: int, i: int, B: i
 def _write_mlp(w: _Writer, cfg: TransformerConfig, l: int, i: int, blk, mid: str) -> None:
     d, M = cfg.d_model, cfg.mlp
     W1, b1 = (_ints(t) for t in _folded(cfg, blk, "2", ("1",))["1"])
-    a = _write_norm(w, cfg, mid, f"m{l}_{i}") if cfg.norm != "none" else mid
+    a = _write_norm(w, cfg, mid, f"m{l}_{i}") if cfg.normed("mlp") else mid
     w(f"# MLP: f = relu(s={cfg.s_mlp}, max={cfg.mlp_max}) of W1 {a} + b1; "
       f"h{l + 1}_{i} = {mid} + W2 f + b2")
     w.requant(a, f"f{l}_{i}", M, W1, b1, cfg.s_mlp, 0, cfg.mlp_max, half=False)

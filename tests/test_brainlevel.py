@@ -224,3 +224,28 @@ def test_builds_are_byte_identical(tmp_path, brainwad):
     again = str(tmp_path / "again.wad")
     build_wad(again, policy.load())
     assert open(again, "rb").read() == open(brainwad[0], "rb").read()
+
+
+def test_transformer_policy_plays_exact(tmp_path):
+    """`--policy transformer`: the checked-in policy transformer (attention with softmax,
+    RMSNorm, a ReLU MLP, the action head) in the map, a short paused episode: every
+    decision the dolls make is the integer reference's, the demons frozen meanwhile."""
+    from demos.brainlevel.demo import build_wad
+    from demos.brainlevel.episode import BrainRunner
+
+    pol = policy.load("transformer")
+    x = spec.random_obs(np.random.default_rng(7), 400)      # its header's agreement holds
+    agree = (policy.decide_many(pol.net, x) == [spec.expert(o) for o in x]).mean()
+    assert pol.int_agreement > 0.75 and abs(agree - pol.int_agreement) < 0.05
+    names = {n.name.split("[")[0] for n in pol.net.nodes}
+    assert {"lam0_0_4", "logits", "win"} <= names                # softmax, head, argmax
+    assert any(n.startswith("rho") for n in names)               # the norm (1/rms)
+    path = str(tmp_path / "brain_transformer.wad")
+    bm = build_wad(path, pol)
+    with BrainRunner(path, bm.compiled.manifest) as r:
+        res = r.episode(2, "paused", net=pol.net, max_tics=1500)
+    done = [d for d in res.decisions if d.done]
+    assert len(done) >= 3
+    assert res.exact == len(done) and res.encoding_errors == 0
+    for d in done:
+        assert (d.moved, d.hurt) == (0, 0), d

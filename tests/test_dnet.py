@@ -101,6 +101,28 @@ def test_json_round_trip(path):
     assert np.array_equal(evaluate(net, xs).value, evaluate(again, xs).value)
 
 
+def test_json_products_before_their_operands():
+    """A hand-written document may name a product before its operands (declared after
+    every vector then); a dumped one keeps its order (products declared in place)."""
+    doc = {"format": "voodoonet.netlist", "version": 1, "name": "fwd", "vectors": [
+        {"name": "p", "size": 2, "gate": {"kind": "product", "a": ["x[0]", "x[1]"],
+                                          "b": ["y", "y"]}},
+        {"name": "q", "size": None, "gate": {"kind": "product", "a": "x[1]", "b": "y"}},
+        {"name": "x", "size": 2, "gate": {"kind": "input", "lo": -3, "hi": 3}},
+        {"name": "y", "size": None, "gate": {"kind": "input", "lo": 0, "hi": 5}},
+        {"name": "r", "size": None, "gate": {"kind": "identity"}}],
+        "lines": [["q", "r", 2]], "outputs": ["p[0]", "p[1]", "q", "r"]}
+    net = from_json(doc)
+    assert evaluate(net, [[2, -3, 4]]).last_outputs().tolist() == [[8, -12, -12, -24]]
+    again = loads(dumps(net), "again.json")
+    assert dumps(again) == dumps(net)
+    net = parse("input x[2] : -3..3\ninput y : 0..5\nneuron p[2] : product(x, y)\n"
+                "neuron s : product(x[0], y)\nneuron r : identity = x[1]\noutput p, s, r",
+                "order.dnet")
+    assert [n.name for n in net.nodes][3:] == ["p[0]", "p[1]", "s", "r"]
+    assert dumps(loads(dumps(net), "again.json")) == dumps(net)
+
+
 JSON_CASES = [
     ("{", "invalid JSON"),
     ('{"format": "other"}', "not a voodoonet.netlist document"),

@@ -119,6 +119,9 @@ CONFIGS = [dict(norm=n, mlp=m, attn_max=a, layers=L, heads=H, features=F)
            for n, m, a, L, H, F in [("none", 0, 0, 1, 2, 1), ("rms", 0, 0, 1, 1, 2),
                                     ("layer", 4, 5, 2, 2, 1), ("rms", 3, 4, 2, 1, 1),
                                     ("none", 5, 5, 2, 2, 2)]]
+# one norm only (norm_at): before attention, or before the MLP
+CONFIGS += [dict(norm="rms", norm_at="attn", mlp=4, heads=1, features=2),
+            dict(norm="layer", norm_at="mlp", mlp=4, layers=1, heads=2, features=1)]
 
 
 @pytest.mark.parametrize("kw", CONFIGS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
@@ -146,6 +149,8 @@ def test_state_round_trip_and_config_errors():
         TransformerConfig(d_model=6, heads=4).validate()
     with pytest.raises(VoodooError, match="norm='batch'"):
         TransformerConfig(norm="batch").validate()
+    with pytest.raises(VoodooError, match="norm_at='input'"):
+        TransformerConfig(norm="rms", norm_at="input").validate()
 
 
 def test_out_of_range_design_is_refused_naming_node_and_fix():

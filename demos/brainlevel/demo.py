@@ -29,11 +29,12 @@ def build_wad(out: str, pol: policy.Policy, acc: str = "internal") -> arena.Brai
 
 
 def _policy(args) -> policy.Policy:
+    kind = getattr(args, "policy", None)
     if not args.retrain:
-        return policy.load()
+        return policy.load(kind)
     from mapgen.compile import WADS
 
-    pol = policy.build(progress=True)
+    pol = policy.build(kind, progress=True)
     path = os.path.join(WADS, os.path.basename(policy.CHECKED_IN[pol.kind]))
     os.makedirs(WADS, exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
