@@ -87,14 +87,21 @@ def finish(m: MapModel, circuit, gal: Gallery, tiles: dict, conveyor: int, shown
            rest: tuple[float, float], title: str):
     """Lights not shown in the gallery to a hall of lights, the conveyor, the things; then
     the schedule, the checks and the machine's ACS. Returns (layout, schedule, source)."""
+    return finish_hall(m, circuit, gal.geoms, gal.hall_box, tiles, conveyor, shown, rest,
+                       title)
+
+
+def finish_hall(m: MapModel, circuit, geoms: list, hall_box: tuple, tiles: dict,
+                conveyor: int, shown: set, rest: tuple[float, float], title: str):
+    """`finish` for any lane hall (its lanes' geometry and box), gallery or not."""
     names = {n.id: n.name for n in circuit.net.nodes}
-    rx1, ry1 = gal.hall_box[2], gal.hall_box[3]
+    rx1, ry1 = hall_box[2], hall_box[3]
     others = [l for l in circuit.lights if l.tag not in shown]
     more, hall_y0 = light_tiles(m, others, names, rx1 + 512, ry1)
     tiles.update(more)
     conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
-    add_things(m, gal.geoms, names, rest, angle=90)
-    layout = Layout(circuit, m, gal.geoms, tiles, conveyor, rest)
+    add_things(m, geoms, names, rest, angle=90)
+    layout = Layout(circuit, m, geoms, tiles, conveyor, rest)
     sched = plan(layout)
     run_all(layout, sched)
     machine = acs_source(layout, sched, title)

@@ -28,13 +28,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from demos.gallery import finish_hall
 from mapgen import physics as P
-from mapgen.checks import run_all
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
-from mapgen.layout import (Layout, add_things, conveyor_control, conveyor_tag_for, emit_lane,
-                           inset_sector, light_tiles, place_lanes)
-from mapgen.program import SCRIPT_INFER, acs_source, bus_violations, manifest, plan
+from mapgen.layout import conveyor_tag_for, emit_lane, inset_sector, place_lanes
+from mapgen.program import SCRIPT_INFER, manifest
 from mapgen.udmf import MapModel, Sector, Thing
 
 from . import spec
@@ -87,7 +86,6 @@ def build(net, title: str = "Brain level", acc: str = "internal",
     if [circuit.net.nodes[o].name for o in circuit.net.outputs] != [
             f"win[{k}]" for k in range(spec.N_ACTIONS)]:
         raise AssertionError("the policy network must end in the one-hot win[0..4]")
-    names = {n.id: n.name for n in circuit.net.nodes}
     m = MapModel()
     conveyor = conveyor_tag_for(circuit)
     panel_tags = [conveyor + 1 + k for k in range(spec.N_ACTIONS)]
@@ -115,16 +113,9 @@ def build(net, title: str = "Brain level", acc: str = "internal",
     m.things.append(Thing(hx, ry0 + 24, 9025, angle=90, id=CAM_HALL, z=CAM_HALL_Z,
                           args=(CAM_HALL_PITCH,), comment="hall camera: the dolls think"))
 
-    tiles, hall_y0 = light_tiles(m, circuit.lights, names, rx1 + 512, ry1)
-    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
-    add_things(m, geoms, names, (0.0, 0.0), angle=90)   # the marine: the player, last start
-    layout = Layout(circuit, m, geoms, tiles, conveyor, (0.0, 0.0))
-    sched = plan(layout)
-    run_all(layout, sched)
-    machine = acs_source(layout, sched, title)
-    bad = bus_violations(machine)
-    if bad:
-        raise AssertionError(f"brain machine ACS line {bad[0][0]} is not a bus operation")
+    # Every light to the hall of lights; the marine (the player) is the last start, at 0, 0.
+    layout, sched, machine = finish_hall(m, circuit, geoms, (rx0, ry0, rx1, ry1), {}, conveyor,
+                                         set(), (0.0, 0.0), title)
     glue = glue_source(panel_tags, len(circuit.net.inputs))
     bad = glue_violations(glue)
     if bad:
