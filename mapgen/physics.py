@@ -31,6 +31,11 @@ PUKE_ARGS = 4                            # `puke N a b c d`
 PLANE_SPEED_LIMIT = 2**18
 
 
+def plane_move_wraps(speed: int, height: int) -> bool:
+    """Whether a plane move at `speed` near |height| overflows the fixed-point height."""
+    return speed * 8192 + abs(height) * 65536 >= 2**31
+
+
 def plane_speed(span: int, max_height: int) -> tuple[int, int]:
     """(speed, tics) for moves of up to `span` units on a plane within +-max_height."""
     # Heights beyond the plane range are reported by checks.check_planes; give them the

@@ -272,7 +272,7 @@ def _copy_times(tm, m: Machine, circuit, names) -> list[Finding]:
             out.append(Finding("schedule", f"the doors of {names[lane.tid]} (tag "
                                f"{lane.door_tag}) move up to {hi - lo} units at speed {speed}: "
                                f"more than the {copy} tics phase {lane.phase} waits"))
-        if speed * 8192 + max(abs(lo), abs(hi)) * 65536 >= 2 ** 31:
+        if P.plane_move_wraps(speed, max(abs(lo), abs(hi))):
             out.append(Finding("schedule", f"the doors of {names[lane.tid]} move at speed "
                                f"{speed} with heights up to {max(abs(lo), abs(hi))}: the "
                                "engine's fixed-point plane height wraps around"))
