@@ -158,7 +158,6 @@ def _json_report(loaded, results, tics: int) -> str:
 
 
 def _run_one_map(loaded, rows, debug, pipeline=True):
-    from dsl.diagnostics import VoodooError
     from dsl.lower import lower_products
 
     from commands.common import progress

@@ -23,15 +23,14 @@ Owns merging our machine into a foreign map without breaking it:
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
 from mapgen import physics as P
 
-from .textmap import MapError, TextMap, hexen_to_textmap, parse_textmap
-from .wiring import InputWire, OutputWire, check_wiring, parse_wiring
+from .textmap import TextMap, hexen_to_textmap, parse_textmap
+from .wiring import OutputWire, check_wiring, parse_wiring
 
 LIBRARY = "VNETLIB"
 SEC_ACT_ENTER = 9998

@@ -83,8 +83,6 @@ def parse_wiring(text: str, path: str) -> tuple[list[InputWire], list[OutputWire
 def check_wiring(ins, outs, net, tm, path: str) -> None:
     """Every name is an input / a node of the circuit; every line and sector exists and is
     free to take our special."""
-    from dsl.diagnostics import VoodooError as _E  # noqa: F401  (the same error family)
-
     bad = []
     inputs = {net.nodes[i].name for i in net.inputs}
     names = {n.name for n in net.nodes}

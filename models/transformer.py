@@ -497,7 +497,7 @@ def _write_layer(w: _Writer, cfg: TransformerConfig, l: int, blk, rows: list[int
                  cap: int) -> None:
     """One block: attention for the query tokens `rows` (keys and values of every token),
     the residual add, the MLP (docs/transformer.md)."""
-    d, T, H, dh = cfg.d_model, cfg.tokens, cfg.heads, cfg.head_dim
+    d, T, H = cfg.d_model, cfg.tokens, cfg.heads
     W = {n: (_ints(a), _ints(b)) for n, (a, b) in _folded(cfg, blk, "1", "qkv").items()}
     w()
     w(f"# ---- layer {l}: q, k, v of each token (integers in -{cfg.qk}..{cfg.qk}, "
