@@ -257,22 +257,24 @@ class Engine:
     def close(self) -> None:
         """End the child (politely, then by force) and remove its directory."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                import pickle
+        try:
+            if proc is not None and proc.poll() is None:
+                try:
+                    import pickle
 
-                pickle.dump(("close", (), {}), self._down)
-                self._down.flush()
-                proc.wait(timeout=10)
-            except Exception:
-                proc.kill()
-                proc.wait()
-        for f in ("_down", "_up"):
-            try:
-                getattr(self, f).close()
-            except Exception:
-                pass
-        self._cleanup()
+                    pickle.dump(("close", (), {}), self._down)
+                    self._down.flush()
+                    proc.wait(timeout=10)
+                except Exception:
+                    proc.kill()
+                    proc.wait()
+        finally:  # a signal that interrupts the wait must not leave the directory behind
+            for f in ("_down", "_up"):
+                try:
+                    getattr(self, f).close()
+                except Exception:
+                    pass
+            self._cleanup()
 
     def _cleanup(self) -> None:
         import shutil
@@ -371,12 +373,10 @@ def _serve() -> None:
     down = os.fdopen(int(sys.argv[1]), "rb")
     up = os.fdopen(int(sys.argv[2]), "wb")
     engine = None
-    orphaned = False
     while True:
         try:
             method, args, kw = pickle.load(down)
-        except EOFError:  # the parent is gone without closing us: nobody else will clean up
-            orphaned = True
+        except EOFError:  # the parent is gone without closing us
             break
         if method == "close":
             break
@@ -393,5 +393,6 @@ def _serve() -> None:
         up.flush()
     if engine is not None:
         engine.close()
-    if orphaned:
-        _remove_own_dir()
+    # The parent removes the directory too, but it may be interrupted between our exit and
+    # its removal (a signal to a worker that is closing us): whoever is last, it goes.
+    _remove_own_dir()
