@@ -58,7 +58,7 @@ LINE_SPACING = 2          # between weighted lines (1 was measured exact as well
 # line of the landing; and a doll inside a door must never also touch a higher floor
 # beyond it (measured: a door followed at once by a step is judged against the step).
 LANDING_CLEAR = 40
-RAMP_STEP_LENGTH = 32     # one stair of a ramp between doors whose floors differ by > 24
+RAMP_STEP_LENGTH = 56     # one stair of a ramp between doors whose floors differ by > 24
 SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
 PAD_LENGTH = 64           # where a doll waits between rides: not a conveyor, so a parked
                           # doll has no velocity and costs the engine almost nothing
@@ -83,7 +83,7 @@ STOP_CLEARANCE = MOVE_SUBSTEP + 1
 # Scroll_Floor with scrollbits 4 takes direction and speed from its control line:
 # length / 32 units per tic. Dolls are also given this velocity when released, so they do
 # not spend ~11 tics accelerating.
-DOLL_SPEED = 64           # units per tic along a lane
+DOLL_SPEED = 112          # units per tic along a lane
 SCROLL_LINE_LENGTH = DOLL_SPEED * 32
 
 # --- specials (../shared/reference/specials.tsv) -------------------------------------------

@@ -50,7 +50,7 @@ def read_base(sched: "Schedule") -> int:
 ACK_VAR = 60
 READ_ACK_VAR = 59
 READ_SLOTS = 58
-SETTLE_TICS = 3        # after the slowest doll of a phase could have stopped
+SETTLE_TICS = 1        # after the slowest doll of a phase could have stopped
 INIT_TICS = 24         # a new doll rides from rest over its naming line well within this
 
 

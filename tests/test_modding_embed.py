@@ -262,6 +262,7 @@ def test_hexen_map_is_converted_and_a_door_output_opens(tmp_path):
         d = PanelDriver(Player(e), info, loaded.net)
         d.settle()
         assert e.user(40) == 4242
+        e.advance(30)   # the door moves 8 units per tic: give it time to shut
         assert e.sectors()[1].ceiling == 0
         for k, want in ((0, 0), (1, 120), (2, 120), (0, 120), (1, 0)):
             d.toggle(f"s[{k}]", via="script")

@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT
 from dsl import load
 from mapgen.compile import compile_netlist
+from mapgen import physics as P
 from mapgen.program import bus_violations
 
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
@@ -28,7 +29,7 @@ def test_generated_acs_only_moves_values(path):
         for body in [infer] + ([pipe] if pipe else []):
             assert body.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
             assert body.count(f"SetActorPosition({lane.tid}, ") == 1  # parked after its ride
-            assert body.count(f"SetActorVelocity({lane.tid}, 4194304, ") == 1  # released once
+            assert body.count(f"SetActorVelocity({lane.tid}, {P.DOLL_SPEED << 16}, ") == 1  # released once
         # ... and at load time
         assert script_body(cm.acs, 1).count(f"SetActorPosition({lane.tid}, ") == 1
 
