@@ -42,21 +42,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def engine_cpu() -> float:
-    """CPU seconds used so far by this process and its children that still run (the
-    ViZDoom engine process): on a shared machine a steadier measure than wall time."""
+    """CPU seconds used so far by this process and every descendant that still runs (the
+    Engine proxy process and, below it, the ViZDoom engine it starts): on a shared machine
+    a steadier measure than wall time."""
     total = time.process_time()
     tick = os.sysconf("SC_CLK_TCK")
-    for task in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
-            kids = f.read().split()
-        for pid in kids:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except FileNotFoundError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    todo = _children(os.getpid())
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        todo += _children(pid)
     return total
+
+
+def _children(pid: int) -> list[str]:
+    out: list[str] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += f.read().split()
+    except FileNotFoundError:
+        pass
+    return out
 
 
 def rate(net, n: int, tmp: str, rounds: int) -> dict:
