@@ -168,9 +168,9 @@ def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
                                   "the second one silently", "schedule one move per plane per tic"))
         seen[(tic, tag)] = 1
     for ph in sched.phases:
-        need = max(run_tics(layout.lanes[i].travel()) for i in ph.lanes)
+        need = max(run_tics(layout.lanes[i].reach()) for i in ph.lanes)
         if ph.run_tics < need:
-            slow = max(ph.lanes, key=lambda i: layout.lanes[i].travel())
+            slow = max(ph.lanes, key=lambda i: layout.lanes[i].reach())
             node = layout.lanes[slow].lane.node
             out.append(Diagnostic(net.nodes[node].pos, f"phase {ph.index} gives its dolls "
                                                        f"{ph.run_tics} tics but the doll of "
@@ -242,12 +242,12 @@ def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
         if kind == "release":
             if i in start:  # released again before it was parked: a ride with no park
                 t0, o0, inf0 = start[i]
-                need = run_tics(layout.lanes[i].travel())
+                need = run_tics(layout.lanes[i].reach())
                 rides.setdefault(i, []).append(((t0, o0), None, t0 + need - 1, inf0))
             start[i] = (tic, order, inf)
         elif kind == "park" and i in start:
             t0, o0, inf0 = start.pop(i)
-            need = run_tics(layout.lanes[i].travel())
+            need = run_tics(layout.lanes[i].reach())
             rides.setdefault(i, []).append(((t0, o0), (tic, order), t0 + need - 1, inf0))
     return rides
 

@@ -74,6 +74,19 @@ class LaneGeometry:
         """Distance from the reset point to where a doll passing every door stops."""
         return self.segments[-1].x1 - P.DOLL_RADIUS - self.start[0]
 
+    def reach(self) -> float:
+        """Distance from the reset point to the last line a doll can cross: once past it the
+        doll has done all it can, and may be parked (teleported back) before it reaches
+        the end wall."""
+        return ride_reach([x for x, *_ in self.lines], self.start[0], self.travel())
+
+
+def ride_reach(line_xs, start_x: float, travel: float) -> float:
+    """The distance a doll rides from `start_x` until the last of the lines at `line_xs`
+    ahead of it is behind it (the whole `travel` for a lane without such lines)."""
+    ahead = [x - start_x for x in line_xs if x > start_x]
+    return max(ahead) if ahead else travel
+
 
 def _line(lx: float, tag: int, amount: int) -> tuple[float, int, int, int]:
     if amount > 0:

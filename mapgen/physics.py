@@ -58,7 +58,6 @@ LINE_SPACING = 2          # between weighted lines (1 was measured exact as well
 # line of the landing; and a doll inside a door must never also touch a higher floor
 # beyond it (measured: a door followed at once by a step is judged against the step).
 LANDING_CLEAR = 40
-RAMP_STEP_LENGTH = 56     # one stair of a ramp between doors whose floors differ by > 24
 SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
 PAD_LENGTH = 64           # where a doll waits between rides: not a conveyor, so a parked
                           # doll has no velocity and costs the engine almost nothing
@@ -85,6 +84,13 @@ STOP_CLEARANCE = MOVE_SUBSTEP + 1
 # not spend ~11 tics accelerating.
 DOLL_SPEED = 112          # units per tic along a lane
 SCROLL_LINE_LENGTH = DOLL_SPEED * 32
+# A doll climbs the floor under its whole move of one tic at once: steps that rise more
+# than MAX_STEP within DOLL_SPEED units stop it (measured at 112 units per tic: 32-unit
+# stairs of 12 halt it on a ramp, 56-unit ones do not; tests/test_physics.py). So every
+# flat stretch of a lane is at least DOLL_SPEED * MAX_RISE / MAX_STEP long: a ramp's
+# stairs, and a door with its landing.
+RAMP_STEP_LENGTH = -(-DOLL_SPEED * MAX_RISE // MAX_STEP)   # one stair of a ramp
+assert DOOR_DEPTH + LINE_LEAD + LANDING_CLEAR >= RAMP_STEP_LENGTH
 
 # --- specials (../shared/reference/specials.tsv) -------------------------------------------
 SPECIAL = {

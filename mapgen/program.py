@@ -102,7 +102,7 @@ def plan(layout: Layout) -> Schedule:
             speed, tics = door_speed(layout.lanes[i])
             speeds[i] = speed
             copy = max(copy, tics)
-        phases.append(Phase(p, lanes, copy, run_tics(max(layout.lanes[i].travel() for i in lanes))))
+        phases.append(Phase(p, lanes, copy, run_tics(max(layout.lanes[i].reach() for i in lanes))))
     # Inputs in declaration order, four per script; an input with one possible value has no
     # lane and is still given a slot so that Python can send inputs in order.
     lane_of_input = {g.lane.source[1]: i for i, g in enumerate(layout.lanes)
@@ -263,7 +263,7 @@ def _slot_events(layout: Layout, lanes: list[int], resets: dict[int, int], ii: i
         if g.lane.source[0] != "none":
             events.append(Event(copy_at[i], base + ORDER["copy"], "copy", i, off))
         events.append(Event(go, base + ORDER["release"], "release", i, off))
-        events.append(Event(go + run_tics(g.travel()), base + ORDER["park"], "park", i, off))
+        events.append(Event(go + run_tics(g.reach()), base + ORDER["park"], "park", i, off))
     return events
 
 

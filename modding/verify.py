@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from mapgen import physics as P
+from mapgen.layout import ride_reach
 from mapgen.program import SETTLE_TICS
 
 from .extract import ExtractError, machine_netlist, nodes_of, read_maps, solo_lines
@@ -242,12 +243,13 @@ def check_schedule(tm: TextMap, m: Machine, circuit=None) -> list[Finding]:
             out.append(Finding("schedule", f"{_at(tm, pad.sector, boxes)}: the doll of {who} "
                                f"is parked at ({start[0]:g}, {start[1]:g}), not with its whole "
                                "box on its pad"))
-        travel = lane.segments[-1].x1 - P.DOLL_RADIUS - start[0]
+        travel = ride_reach([ln[1] for ln in lane.lines], start[0],
+                            lane.segments[-1].x1 - P.DOLL_RADIUS - start[0])
         need = math.ceil(travel / P.DOLL_SPEED) + SETTLE_TICS
         have = m.phase_tics[lane.phase][1] if lane.phase < len(m.phase_tics) else 0
         if have < need:
             out.append(Finding("schedule", f"{_at(tm, lane.segments[-1].sector, boxes)}: the "
-                               f"lane of {who} is {travel:g} units long: its doll needs {need} "
+                               f"doll of {who} rides {travel:g} units to its last line: it needs {need} "
                                f"tics but phase {lane.phase} gives {have}; it could still be "
                                "in a door when that door moves"))
     out += _copy_times(tm, m, circuit, names)

@@ -135,8 +135,14 @@ def test_rise_too_high(tmp_path):
 
 
 def test_lane_too_long_for_its_phase(tmp_path):
+    """The end wall and the lane's last line moved 3,000 units on: the doll needs longer to
+    cross that line than its phase gives."""
     wad, tm, m = _built(tmp_path)
-    end = _lanes(tm, m)[3].segments[-1]
+    lane = _lanes(tm, m)[3]
+    end = lane.segments[-1]
+    last = max(lane.lines, key=lambda ln: ln[1])[0]
+    for k in ("v1", "v2"):
+        tm.vertices[tm.linedefs[last][k]]["x"] += end.x1 + 2900 - max(lane.lines, key=lambda ln: ln[1])[1]
     east = [i for i in _sector_lines(tm, end.sector) + [
         i for i in range(len(tm.linedefs)) if tm.side_sector(i, "front") == end.sector]
         if all(p[0] == end.x1 for p in tm.line_ends(i))]

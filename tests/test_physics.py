@@ -268,3 +268,52 @@ def test_rises_above_max_rise_stop_a_fast_doll(tmp_path, monkeypatch, rise, full
         assert e.user(2) == 1
         at_speed = g.start[0] + P.DOLL_SPEED * (tics - 1)
         assert (e.user(1) >= at_speed) == full_speed, e.user(1)
+
+
+@pytest.mark.parametrize("tread,through", [(P.RAMP_STEP_LENGTH, True), (32, False)])
+def test_ramp_treads_long_enough_for_one_tic_of_ride(tmp_path, monkeypatch, tread, through):
+    """A ramp of 12-unit stairs between two doors 240 apart: with treads of
+    RAMP_STEP_LENGTH (DOLL_SPEED * MAX_RISE / MAX_STEP) the doll rides over it and crosses
+    the far door's line in the scheduled run_tics; with 32-unit treads (fine at 64 units per
+    tic) one tic's move rises more than MAX_STEP and the doll halts on the ramp."""
+    from mapgen.program import run_tics
+    monkeypatch.setattr(P, "RAMP_STEP_LENGTH", tread)
+    m = MapModel()
+    _light_tile(m, 3000, 3000, 50)
+    g = _lane(m, [(0, [(50, 1)]), (240, [(50, 10)])])
+    assert sum(s.kind == "ramp" for s in g.segments) == 19
+    _conveyor(m, 9)
+    _player(m)
+    acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {P.plane_speed(2000, 2000)[0]}, 1000, 0);",
+           delay=run_tics(g.travel())) + " g1 = GetSectorLightLevel(50); g2 = 1; }")
+    with start(tmp_path, m, acs) as e:
+        e.advance(30)
+        e.puke(2)
+        e.advance(run_tics(g.travel()) + 4)
+        assert e.user(2) == 1
+        assert (e.user(1) == 11) == through, e.user(1)
+
+
+def test_a_ride_is_over_within_run_tics(tmp_path):
+    """mapgen.program.run_tics of a lane's reach (its last line, at DOLL_SPEED, plus
+    SETTLE_TICS) covers that line on a lane whose every door is open; two tics fewer do
+    not: the bound is tight."""
+    from mapgen.program import run_tics
+    m = MapModel()
+    _light_tile(m, 3000, 3000, 50)
+    g = _lane(m, [(12 * t, [(50, 1)]) for t in range(16)])
+    _conveyor(m, 9)
+    _player(m)
+    T = run_tics(g.reach())
+    reads = "".join(f"Delay(1); g{k} = GetSectorLightLevel(50);" for k in range(1, T + 1))
+    acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
+           f"Ceiling_MoveToValue(8, {P.plane_speed(500, 500)[0]}, 1000, 0);", delay=0)
+           + reads + " }")
+    with start(tmp_path, m, acs) as e:
+        e.advance(30)
+        e.puke(2)
+        e.advance(T + 4)
+        seen = e.users()[:T]   # the light after 1, 2, ..., T tics of ride
+        assert seen[-1] == 16, seen
+        assert seen[-3] < 16, (T, str(seen))
