@@ -147,6 +147,13 @@ class LocalEngine:
         if line:
             self.command(line)
 
+    def step(self, calls: list[tuple], tics: int) -> list[int]:
+        """`puke_many(calls)`, `advance(tics)`, then `users()`: one bus step of a map in one
+        call, so that the Engine proxy makes one round trip per step instead of three."""
+        self.puke_many(calls)
+        self.advance(tics)
+        return self.users()
+
     def puke(self, script: int, *args: int) -> None:
         """Start ACS script `script` with up to 4 int args; it runs during the next tic."""
         if len(args) > 4:
@@ -183,7 +190,7 @@ class LocalEngine:
 
 
 # ------------------------------------------------------------------------ the engine process
-_METHODS = ("advance", "change_map", "tic", "command", "puke_many", "puke", "user", "users",
+_METHODS = ("advance", "change_map", "tic", "command", "puke_many", "step", "puke", "user", "users",
             "sectors", "screen")
 _START_TIMEOUT = 120.0
 

@@ -57,21 +57,21 @@ class MapRunner:
                 raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
         return x
 
-    def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> None:
+    def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> list[int]:
         """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
-        require its acknowledgement."""
+        require its acknowledgement; returns USER1..60 after it (one engine round trip)."""
         info = self.info
         self.seq += 1
         begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-        self.engine.puke_many(begin + [(s, *x[4 * k:4 * k + 4])
-                                       for k, s in enumerate(info["input_scripts"])]
-                              + [(script, self.seq)])
-        self.engine.advance(tics + 1)
+        vals = self.engine.step(begin + [(s, *x[4 * k:4 * k + 4])
+                                         for k, s in enumerate(info["input_scripts"])]
+                                + [(script, self.seq)], tics + 1)
         self.tics += tics + 1
-        ack = self.engine.user(info["ack_var"])
+        ack = vals[info["ack_var"] - 1]
         if ack != self.seq:
             raise EngineError(f"{self.wad}: step {self.seq} (script {script}) did not finish in "
                               f"its predicted {tics} tics (ack {ack})")
+        return vals
 
     def can_pipeline(self) -> bool:
         return bool(self.info.get("pipeline")) and bool(self.info["outputs"])
@@ -89,8 +89,7 @@ class MapRunner:
         # After the last real inference the pipeline drains: its last inputs enter again,
         # and what those compute is never read.
         for b in range(len(xs) + max(lags)):
-            self._step(xs[min(b, len(xs) - 1)], pipe["script"], pipe["beat_tics"])
-            vals = self.engine.users()
+            vals = self._step(xs[min(b, len(xs) - 1)], pipe["script"], pipe["beat_tics"])
             for k, lag in enumerate(lags):
                 if 0 <= b - lag < len(xs):
                     out[b - lag][k] = vals[k]
@@ -101,9 +100,8 @@ class MapRunner:
         `first` begins a new sequence: spiking membranes go back to their initial level."""
         info = self.info
         x = self._checked(x)
-        self._step(x, info["infer_script"], info["inference_tics"], first)
+        vals = self._step(x, info["infer_script"], info["inference_tics"], first)
         if info["outputs"]:
-            vals = self.engine.users()
             return vals[:len(info["outputs"])]
         everything = self.read_all()
         return [everything[f"value:{name}"] for name in info["all_outputs"]]
