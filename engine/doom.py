@@ -57,7 +57,9 @@ class LocalEngine:
         game.set_window_visible(False)
         game.set_sound_enabled(False)
         game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
-        game.set_screen_format(vzd.ScreenFormat.RGB24)
+        # Every state update copies the frame: in grey a third of the bytes (measured: a
+        # one-tic step 150 instead of 200 us of CPU). Colour only where frames are wanted.
+        game.set_screen_format(vzd.ScreenFormat.RGB24 if render else vzd.ScreenFormat.GRAY8)
         # A rendered view shows messages (Print) but no HUD or weapon: screenshots are of
         # the map.
         game.set_render_hud(False)
@@ -182,11 +184,12 @@ class LocalEngine:
         return [SectorState(s.floor_height, s.ceiling_height) for s in state.sectors]
 
     def screen(self):
-        """The last rendered frame as an HxWx3 uint8 array."""
+        """The last rendered frame as an HxWx3 uint8 array (grey unless render=True)."""
         state = self.game.get_state()
         if state is None:
             raise EngineError("no frame: the episode is not running")
-        return state.screen_buffer
+        frame = state.screen_buffer
+        return frame if frame.ndim == 3 else frame[:, :, None].repeat(3, axis=2)
 
 
 # ------------------------------------------------------------------------ the engine process
