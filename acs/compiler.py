@@ -373,42 +373,63 @@ class Compiler:
             self.functions.append(info)
 
     def declare_script(self, s: A.Script) -> None:
-        ident = s.ident
         at = A.Empty(s.ident_line, s.ident_col)
-        name = None
-        if isinstance(ident, A.Str):
-            name = ident.text
-            number = -1 - sum(1 for x in self.scripts if x.name is not None)
-            key = ("named", name.lower())
-        else:
-            if isinstance(ident, str):
-                sym = self.globals.get(ident.lower())
-                if isinstance(sym, Const):
-                    number = sym.value
-                elif ident.lower() in CONSTANTS:
-                    number = CONSTANTS[ident.lower()]
-                else:
-                    self.error(at, f"script number '{ident}' is not a defined constant",
-                               did_you_mean(ident, self.const_names()) or
-                               "use a number or a #define'd name")
-                    return
-            else:
-                number = ident
-            if not MIN_SCRIPT <= number <= MAX_SCRIPT:
-                self.error(at, f"script number {number} is out of range "
-                               f"{MIN_SCRIPT}..{MAX_SCRIPT}",
-                           "script 0 is reserved; numbers above 32767 do not fit the "
-                           "engine's 16-bit script number")
-                return
-            key = number
+        ident = self._script_identity(s.ident, at)
+        if ident is None:
+            return
+        number, name, key = ident
         if key in self.script_numbers:
             shown = f'"{name}"' if name is not None else str(number)
             self.error(at, f"script {shown} is already defined at {self.script_numbers[key]}",
                        "give each script its own number")
             return
         self.script_numbers[key] = self.pos(at)
+        stype, flags, type_name = self._script_type(s.flags)
+        argc = len(s.params)
+        if type_name is not None:
+            need = SCRIPT_TYPE_ARGS.get(type_name, 0)
+            if argc != need:
+                self.error(at, f"{type_name.upper()} scripts take {need} argument"
+                               f"{'s' if need != 1 else ''}, this one has {argc}",
+                           "declare it (void)" if need == 0 else "")
+        elif argc > MAX_SCRIPT_ARGS:
+            self.error(at, f"a script takes at most {MAX_SCRIPT_ARGS} arguments, this one has "
+                           f"{argc}", "pass more values through map or global variables")
+        info = ScriptInfo(number, name, stype, flags, argc, s)
+        self.scripts.append(info)
+        self.script_of[id(s)] = info
+
+    def _script_identity(self, ident, at) -> tuple | None:
+        """(number, name, key in script_numbers) of a script header's name or number; None
+        after reporting an undefined constant or a number out of range."""
+        if isinstance(ident, A.Str):
+            number = -1 - sum(1 for x in self.scripts if x.name is not None)
+            return number, ident.text, ("named", ident.text.lower())
+        if isinstance(ident, str):
+            sym = self.globals.get(ident.lower())
+            if isinstance(sym, Const):
+                number = sym.value
+            elif ident.lower() in CONSTANTS:
+                number = CONSTANTS[ident.lower()]
+            else:
+                self.error(at, f"script number '{ident}' is not a defined constant",
+                           did_you_mean(ident, self.const_names()) or
+                           "use a number or a #define'd name")
+                return None
+        else:
+            number = ident
+        if not MIN_SCRIPT <= number <= MAX_SCRIPT:
+            self.error(at, f"script number {number} is out of range "
+                           f"{MIN_SCRIPT}..{MAX_SCRIPT}",
+                       "script 0 is reserved; numbers above 32767 do not fit the "
+                       "engine's 16-bit script number")
+            return None
+        return number, None, number
+
+    def _script_type(self, tokens) -> tuple[int, int, str | None]:
+        """(type number, flag bits, type word) from a script header's words."""
         stype, flags, type_name = 0, 0, None
-        for tok in s.flags:
+        for tok in tokens:
             word = tok.lower()
             tpos = A.Empty(tok.line, tok.column)
             if word in SCRIPT_TYPES:
@@ -424,19 +445,7 @@ class Compiler:
                                                        list(SCRIPT_TYPES) + list(SCRIPT_FLAGS)])
                            or "use OPEN, ENTER, RESPAWN, DEATH, RETURN, DISCONNECT, "
                               "LIGHTNING, UNLOADING, NET")
-        argc = len(s.params)
-        if type_name is not None:
-            need = SCRIPT_TYPE_ARGS.get(type_name, 0)
-            if argc != need:
-                self.error(at, f"{type_name.upper()} scripts take {need} argument"
-                               f"{'s' if need != 1 else ''}, this one has {argc}",
-                           "declare it (void)" if need == 0 else "")
-        elif argc > MAX_SCRIPT_ARGS:
-            self.error(at, f"a script takes at most {MAX_SCRIPT_ARGS} arguments, this one has "
-                           f"{argc}", "pass more values through map or global variables")
-        info = ScriptInfo(number, name, stype, flags, argc, s)
-        self.scripts.append(info)
-        self.script_of[id(s)] = info
+        return stype, flags, type_name
 
     def const_names(self):
         return [v.name for v in self.globals.values() if isinstance(v, Const)] + \
