@@ -93,12 +93,37 @@ def rate(net, n: int, tmp: str, rounds: int) -> dict:
                 best[pipe] = min(best[pipe], time.perf_counter() - t)
                 cpu[pipe] += engine_cpu() - c
                 exact &= got == ref
+        idle, trip = idle_costs(r.engine)
     pipe = cm.schedule.pipeline
     return dict(name=net.name, dolls=len(cm.circuit.lanes), phases=len(cm.schedule.phases),
+                idle_us=1e6 * idle, trip_us=1e6 * trip,
+                simple_cpu_ms=1000 * cpu[False] / (n * rounds),
                 simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.period,
                 pipelined=n / best[True], simple=n / best[False], exact=exact, n=n,
                 cpu_ratio=cpu[False] / max(cpu[True], 1e-9),
                 cpu_ms=1000 * cpu[True] / (n * rounds))
+
+
+def idle_costs(engine, tics: int = 2000) -> tuple[float, float]:
+    """CPU seconds of one idle tic (every doll parked) and of one round trip (a step of one
+    tic, less that tic) in this engine: the only costs a schedule can save by overlapping
+    inferences. The rest of an inference's CPU (the dolls' rides, door moves, bus
+    statements) is the same however the inferences are arranged in time."""
+    c = engine_cpu()
+    for _ in range(tics // 100):
+        engine.advance(100)
+    idle = (engine_cpu() - c) / tics
+    c = engine_cpu()
+    for _ in range(tics // 4):
+        engine.step([], 1)
+    return idle, max(0.0, (engine_cpu() - c) / (tics // 4) - idle)
+
+
+def bound(m: dict) -> tuple[float, float]:
+    """(ms of work per inference no schedule removes, the best possible speed-up over the
+    simple schedule): the simple schedule's CPU less its idle tics and its round trip."""
+    fixed = m["simple_cpu_ms"] - (m["simple_tics"] * m["idle_us"] + m["trip_us"]) / 1000
+    return fixed, m["simple_cpu_ms"] / max(fixed, 1e-9)
 
 
 def four_layer_mlp():
@@ -180,14 +205,26 @@ def main() -> int:
         print(f"{'network':>12} {'dolls':>5} {'phases':>6} {'tics/inference':>14} "
               f"{'pipelined/s':>11} {'simple/s':>8} {'ratio':>5} {'cpu ratio':>9} "
               f"{'exact':>5}")
+        rows = []
         for net in (load(os.path.join(ROOT, "circuits", "hello.dnet")), four_layer_mlp(), net_m):
             m = rate(net, n, tmp, rounds)
             print(f"{m['name']:>12} {m['dolls']:>5} {m['phases']:>6} "
                   f"{m['beat_tics']:>6} vs {m['simple_tics']:>3} {m['pipelined']:>15.1f} "
                   f"{m['simple']:>8.1f} {m['pipelined'] / m['simple']:>5.2f} "
                   f"{m['cpu_ratio']:>9.2f} {'yes' if m['exact'] else 'NO':>5}")
+            rows.append(m)
         print("(ratio: pipelined/simple inferences per second, best runs; cpu ratio: simple/"
               "pipelined CPU time of engine + Python over all runs)")
+        print("\nwhere the simple schedule's CPU goes, per inference (engine + Python):")
+        print(f"{'network':>12} {'cpu ms':>7} {'idle tic us':>11} {'round trip us':>13} "
+              f"{'rides etc. ms':>13} {'best possible ratio':>19}")
+        for m in rows:
+            fixed, best = bound(m)
+            print(f"{m['name']:>12} {m['simple_cpu_ms']:>7.3f} {m['idle_us']:>11.1f} "
+                  f"{m['trip_us']:>13.1f} {fixed:>13.3f} {best:>19.2f}")
+        print("(rides etc.: the simple schedule's CPU less its idle tics and its round trip, the "
+              "work no arrangement of inferences in time removes; best possible ratio: simple "
+              "CPU / that work, what a schedule with no idle tic and no round trip would reach)")
         X = mnist_digits(transform, digits)
         r = mnist_runs(net_m, X, tmp, workers, rounds=max(1, min(4, digits // 400)))
     exact = all(r[k + "_exact"] for k in ("pipelined", "simple", "ray"))
