@@ -122,6 +122,9 @@ CONFIGS = [dict(norm=n, mlp=m, attn_max=a, layers=L, heads=H, features=F)
 # one norm only (norm_at): before attention, or before the MLP
 CONFIGS += [dict(norm="rms", norm_at="attn", mlp=4, heads=1, features=2),
             dict(norm="layer", norm_at="mlp", mlp=4, layers=1, heads=2, features=1)]
+# parallel blocks: the MLP reads the block's input (its norm beside attention, not after it)
+CONFIGS += [dict(norm="rms", norm_at="mlp", mlp=4, heads=1, features=2, parallel=True),
+            dict(norm="layer", mlp=3, layers=2, heads=2, features=1, parallel=True)]
 
 
 @pytest.mark.parametrize("kw", CONFIGS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
@@ -234,7 +237,11 @@ def test_split_lanes_compute_the_same_and_keep_phases(budget):
         whole, split = lower(net), lower(net, door_budget=budget)
         assert split.n_phases == whole.n_phases
         assert all(len(ln.doors) <= budget for ln in split.lanes
-                   if ln.source[0] == "light" and ln.role == "gate")
+                   if ln.source[0] in ("light", "input") and ln.role == "gate")
+        # input lanes longer than the budget were split too (each input written to several)
+        want = sum(-(-len(ln.doors) // budget) for ln in whole.lanes
+                   if ln.source[0] == "input")
+        assert len([ln for ln in split.lanes if ln.source[0] == "input"]) == want
         res = evaluate(split.net, [[int(rng.integers(lo, hi + 1)) for lo, hi in
                                     net.input_ranges()] for _ in range(8)])
         for b in range(8):
