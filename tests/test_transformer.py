@@ -4,6 +4,7 @@ integer torch forward against the netlist reference (==), the trained netlist, r
 the .dnet vector forms and the sub-lane split of the map compiler."""
 import math
 import os
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -275,3 +276,17 @@ def test_cli_door_budget(tmp_path):
     assert tics[0] < tics[1]
     r = build("--door-budget", "0")
     assert r.returncode != 0 and "--door-budget 0" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("norm_at", ["mlp", "both"])
+def test_parallel_block_takes_the_mlp_and_its_norm_off_the_critical_path(norm_at):
+    """parallel=True: the MLP (and the norm before it) read the block's input, so the map
+    computes them beside attention: the norm before the MLP (3 levels) and the MLP (1) no
+    longer add levels. Same weights: the two netlists differ only in what the MLP reads."""
+    seq = _random_model(0, norm="rms", norm_at=norm_at, mlp=4, heads=1, features=2)
+    par = Transformer(TransformerConfig(**{**asdict(seq.cfg), "parallel": True}))
+    par.load_state_dict(seq.state_dict())
+    n_seq, n_par = (lower(from_torch(m)).n_phases for m in (seq, par))
+    assert n_par == n_seq - 4
+    x = torch.randint(0, 8, (20, 4, 2), generator=torch.Generator().manual_seed(3))
+    assert not torch.equal(seq(x, mode="int"), par(x, mode="int"))
