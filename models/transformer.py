@@ -65,7 +65,7 @@ class TransformerConfig:
     norm_at: str = "both"    # where the norm is: both | attn (before attention) | mlp
     # Parallel block (GPT-J, PaLM): the MLP reads the block's input, not the residual after
     # attention, h' = h + attn(a) + mlp(a'); in a map the MLP (and a norm before it) then
-    # runs beside attention instead of after it: two to five dependency levels fewer.
+    # runs beside attention instead of after it: 1 dependency level fewer (4 with the norm).
     parallel: bool = False
     qk: int = 3              # q and k are integers in -qk..qk
     v: int = 3               # values in -v..v
