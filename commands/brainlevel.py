@@ -19,8 +19,8 @@ def add_arguments(p) -> None:
                                                     "paused episode")
     p.add_argument("--policy", choices=("mlp", "transformer"), default=None,
                    help="the policy family the dolls compute (default: "
-                        "demos/brainlevel/policy.py POLICY, the MLP; the transformer is "
-                        "slower per decision, see docs/brainlevel.md)")
+                        "demos/brainlevel/policy.py POLICY, the transformer; the MLP is "
+                        "faster per decision, see docs/brainlevel.md)")
     p.add_argument("--retrain", action="store_true",
                    help="train the policy afresh (a minute or two) instead of loading "
                         "circuits/brainlevel_<policy>.dnet")

@@ -180,13 +180,15 @@ def split_lanes(lanes: list[Lane], budget: int) -> list[Lane]:
     threshold too, so the same doors are passed as by the single doll, only in parallel
     (a phase lasts as long as its longest staircase; docs/physics.md). Light bounds are
     computed afterwards, per sub-lane, since parallel dolls add in any interleaving.
-    Input lanes (one per input slot of the bus) and spiking lanes are left whole."""
+    Input lanes are split the same way (their thresholds rise too): the bus writes the
+    input to every sub-lane's doors, a copy like any other. Spiking lanes are left whole."""
     if budget < 1:
         raise CompileError([Diagnostic(Pos("<compile>"), f"door budget {budget} is not positive",
                                        "give at least 1 door per lane")])
     out: list[Lane] = []
     for lane in lanes:
-        if lane.role != "gate" or lane.source[0] != "light" or len(lane.doors) <= budget:
+        if lane.role != "gate" or lane.source[0] not in ("light", "input") \
+                or len(lane.doors) <= budget:
             out.append(lane)
             continue
         for k in range(0, len(lane.doors), budget):

@@ -63,6 +63,10 @@ class TransformerConfig:
     classes: int = 8         # logits of the head, read from the last token
     norm: str = "none"       # pre-norm before attention and MLP: none | rms | layer
     norm_at: str = "both"    # where the norm is: both | attn (before attention) | mlp
+    # Parallel block (GPT-J, PaLM): the MLP reads the block's input, not the residual after
+    # attention, h' = h + attn(a) + mlp(a'); in a map the MLP (and a norm before it) then
+    # runs beside attention instead of after it: 1 dependency level fewer (4 with the norm).
+    parallel: bool = False
     qk: int = 3              # q and k are integers in -qk..qk
     v: int = 3               # values in -v..v
     s_qkv: int = 16          # requantisation divisor of q, k, v
@@ -332,10 +336,12 @@ class Transformer(nn.Module):
         o = _attention(ops, q, k, val)
         if cfg.attn_max:
             o = ops.quant(o, cfg.s_attn, -cfg.attn_max, cfg.attn_max)
+        h_in = h
         h = h.zip(ops.lin(o, blk["Wo"], blk["bo"]), torch.add)
         if cfg.mlp:
             W = _folded(cfg, blk, "2", ("1",))
-            a = _norm(ops, h) if cfg.normed("mlp") else h
+            src = h_in if cfg.parallel else h
+            a = _norm(ops, src) if cfg.normed("mlp") else src
             m = ops.quant(ops.lin(a, *W["1"]), cfg.s_mlp, 0, cfg.mlp_max, half=False)
             h = h.zip(ops.lin(m, blk["W2"], blk["b2"]), torch.add)
         return h
@@ -569,9 +575,12 @@ def _write_head(w: _Writer, cfg: TransformerConfig, l: int, g: int, i: int, B: i
 
 
 def _write_mlp(w: _Writer, cfg: TransformerConfig, l: int, i: int, blk, mid: str) -> None:
+    """The MLP of query token i: reads `mid` (the residual after attention) or, in a
+    parallel block, the block's input h{l}_{i}; adds W2 f + b2 to `mid`."""
     d, M = cfg.d_model, cfg.mlp
     W1, b1 = (_ints(t) for t in _folded(cfg, blk, "2", ("1",))["1"])
-    a = _write_norm(w, cfg, mid, f"m{l}_{i}") if cfg.normed("mlp") else mid
+    src = f"h{l}_{i}" if cfg.parallel else mid
+    a = _write_norm(w, cfg, src, f"m{l}_{i}") if cfg.normed("mlp") else src
     w(f"# MLP: f = relu(s={cfg.s_mlp}, max={cfg.mlp_max}) of W1 {a} + b1; "
       f"h{l + 1}_{i} = {mid} + W2 f + b2")
     w.requant(a, f"f{l}_{i}", M, W1, b1, cfg.s_mlp, 0, cfg.mlp_max, half=False)

@@ -70,14 +70,41 @@ def test_glue_reads_only_the_one_hot():
     assert arena.glue_violations("a = user1 + 1;")
 
 
-def test_checked_in_policy():
-    pol = policy.load()
+@pytest.mark.parametrize("kind", ["transformer", "mlp"])
+def test_checked_in_policy(kind):
+    pol = policy.load(kind)
     assert [pol.net.nodes[o].name for o in pol.net.outputs] == [f"win[{k}]" for k in range(5)]
     assert pol.float_agreement > 0.95 and pol.int_agreement > 0.85
     rng = np.random.default_rng(7)
     x = spec.random_obs(rng, 400)
     agree = (policy.decide_many(pol.net, x) == [spec.expert(o) for o in x]).mean()
     assert abs(agree - pol.int_agreement) < 0.05
+
+
+def test_default_policy_is_the_transformer_in_eight_levels():
+    """The default policy is the transformer: attention with the integer softmax (4 heads),
+    an RMSNorm and the MLP in a parallel block (they read the block's input h0, beside the
+    attention), the head and the argmax. In the map: 8 dependency levels, each phase of
+    one-door sub-lanes (input lanes too), and the compare neurons' planes move in 1 tic."""
+    from mapgen.circuit import lower
+
+    pol = policy.load()
+    assert pol.kind == policy.POLICY == "transformer"
+    names = {n.name.split("[")[0] for n in pol.net.nodes}
+    assert {f"lam0_{g}_4" for g in range(4)} | {"logits", "win", "rhom0_4", "f0_4"} <= names
+    net = pol.net
+
+    def sources(prefix):
+        nodes = [n for n in net.nodes if n.name.startswith(prefix)]
+        assert nodes, prefix
+        return {net.nodes[k].name.split("[")[0] for n in nodes for k in n.weights}
+
+    # the MLP reads the norm y = u * rho of the block's input h0_4, nothing of the attention
+    assert sources("f0_4[") == {"ym0_4"}
+    assert sources("um0_4_r[") == {"h0_4"}
+    c = lower(net, door_budget=policy.DOOR_BUDGET["transformer"])
+    assert c.n_phases == 8
+    assert all(len(ln.doors) <= 1 for ln in c.lanes)
 
 
 # -- in the engine ---------------------------------------------------------------------------------
@@ -106,6 +133,7 @@ def test_paused_episode_exact_and_frozen(brainwad):
         # frozen: between the observation and the action no demon moved, nobody was hurt
         assert (d.moved, d.hurt) == (0, 0), d
         assert d.think <= 70
+        assert d.shots <= 1, d      # no burst held while frozen (at most the action's own)
     assert res.kills >= 1
 
 
@@ -114,10 +142,13 @@ def test_live_demons_move_while_the_dolls_think(brainwad):
 
     path, info, net = brainwad
     with BrainRunner(path, info) as r:
-        res = r.episode(2, "live", net=net)
+        res = r.episode(0, "live", net=net)
     done = [d for d in res.decisions if d.done]
     assert done and res.exact == len(done)
     assert sum(d.moved > 0 for d in done) >= len(done) // 2
+    # the action holds: a burst whose target outlived it goes on while the dolls think
+    # (paused: at most the action's own first bullet, see test_paused_episode_exact...)
+    assert max(d.shots for d in done) >= 2
 
 
 def test_env_checker(brainwad):
@@ -202,7 +233,7 @@ def test_the_map_plays_by_itself(brainwad):
         r.engine.game.new_episode()
         assert r._advance(100)
         assert r.engine.user(u["seq"]) == 0          # waiting for a runner
-        assert r._advance(60)
+        assert r._advance(100)
         vals = r.engine.users()
     assert vals[u["seq"] - 1] == 1
     obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
@@ -226,22 +257,16 @@ def test_builds_are_byte_identical(tmp_path, brainwad):
     assert open(again, "rb").read() == open(brainwad[0], "rb").read()
 
 
-def test_transformer_policy_plays_exact(tmp_path):
-    """`--policy transformer`: the checked-in policy transformer (attention with softmax,
-    RMSNorm, a ReLU MLP, the action head) in the map, a short paused episode: every
+def test_mlp_policy_plays_exact(tmp_path):
+    """`--policy mlp`: the checked-in MLP policy in the map, a short paused episode: every
     decision the dolls make is the integer reference's, the demons frozen meanwhile."""
     from demos.brainlevel.demo import build_wad
     from demos.brainlevel.episode import BrainRunner
 
-    pol = policy.load("transformer")
-    x = spec.random_obs(np.random.default_rng(7), 400)      # its header's agreement holds
-    agree = (policy.decide_many(pol.net, x) == [spec.expert(o) for o in x]).mean()
-    assert pol.int_agreement > 0.75 and abs(agree - pol.int_agreement) < 0.05
-    names = {n.name.split("[")[0] for n in pol.net.nodes}
-    assert {"lam0_0_4", "logits", "win"} <= names                # softmax, head, argmax
-    assert any(n.startswith("rho") for n in names)               # the norm (1/rms)
-    path = str(tmp_path / "brain_transformer.wad")
+    pol = policy.load("mlp")
+    path = str(tmp_path / "brain_mlp.wad")
     bm = build_wad(path, pol)
+    assert len(bm.compiled.circuit.lanes) < 100
     with BrainRunner(path, bm.compiled.manifest) as r:
         res = r.episode(2, "paused", net=pol.net, max_tics=1500)
     done = [d for d in res.decisions if d.done]

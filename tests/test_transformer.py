@@ -4,6 +4,7 @@ integer torch forward against the netlist reference (==), the trained netlist, r
 the .dnet vector forms and the sub-lane split of the map compiler."""
 import math
 import os
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -122,6 +123,9 @@ CONFIGS = [dict(norm=n, mlp=m, attn_max=a, layers=L, heads=H, features=F)
 # one norm only (norm_at): before attention, or before the MLP
 CONFIGS += [dict(norm="rms", norm_at="attn", mlp=4, heads=1, features=2),
             dict(norm="layer", norm_at="mlp", mlp=4, layers=1, heads=2, features=1)]
+# parallel blocks: the MLP reads the block's input (its norm beside attention, not after it)
+CONFIGS += [dict(norm="rms", norm_at="mlp", mlp=4, heads=1, features=2, parallel=True),
+            dict(norm="layer", mlp=3, layers=2, heads=2, features=1, parallel=True)]
 
 
 @pytest.mark.parametrize("kw", CONFIGS, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
@@ -234,7 +238,11 @@ def test_split_lanes_compute_the_same_and_keep_phases(budget):
         whole, split = lower(net), lower(net, door_budget=budget)
         assert split.n_phases == whole.n_phases
         assert all(len(ln.doors) <= budget for ln in split.lanes
-                   if ln.source[0] == "light" and ln.role == "gate")
+                   if ln.source[0] in ("light", "input") and ln.role == "gate")
+        # input lanes longer than the budget were split too (each input written to several)
+        want = sum(-(-len(ln.doors) // budget) for ln in whole.lanes
+                   if ln.source[0] == "input")
+        assert len([ln for ln in split.lanes if ln.source[0] == "input"]) == want
         res = evaluate(split.net, [[int(rng.integers(lo, hi + 1)) for lo, hi in
                                     net.input_ranges()] for _ in range(8)])
         for b in range(8):
@@ -268,3 +276,17 @@ def test_cli_door_budget(tmp_path):
     assert tics[0] < tics[1]
     r = build("--door-budget", "0")
     assert r.returncode != 0 and "--door-budget 0" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("norm_at", ["mlp", "both"])
+def test_parallel_block_takes_the_mlp_and_its_norm_off_the_critical_path(norm_at):
+    """parallel=True: the MLP (and the norm before it) read the block's input, so the map
+    computes them beside attention: the norm before the MLP (3 levels) and the MLP (1) no
+    longer add levels. Same weights: the two netlists differ only in what the MLP reads."""
+    seq = _random_model(0, norm="rms", norm_at=norm_at, mlp=4, heads=1, features=2)
+    par = Transformer(TransformerConfig(**{**asdict(seq.cfg), "parallel": True}))
+    par.load_state_dict(seq.state_dict())
+    n_seq, n_par = (lower(from_torch(m)).n_phases for m in (seq, par))
+    assert n_par == n_seq - 4
+    x = torch.randint(0, 8, (20, 4, 2), generator=torch.Generator().manual_seed(3))
+    assert not torch.equal(seq(x, mode="int"), par(x, mode="int"))

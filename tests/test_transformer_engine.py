@@ -57,7 +57,7 @@ def test_split_lanes_exact_in_engine(tmp_path, budget):
     for k, net in enumerate(nets):
         cm = compile_netlist(net, door_budget=budget)
         assert max(len(ln.doors) for ln in cm.circuit.lanes
-                   if ln.source[0] == "light") <= budget
+                   if ln.source[0] in ("light", "input")) <= budget
         path = os.path.join(str(tmp_path), f"n{k}.wad")
         write_wad(path, [cm], net)
         again = os.path.join(str(tmp_path), "again.wad")

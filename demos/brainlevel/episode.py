@@ -34,6 +34,10 @@ class Decision:
     think: int = 0
     moved: int = 0
     hurt: int = 0
+    # Bullets fired between the runner's look at the observation and its look at the
+    # action (each within CHUNK < FIRE_TICS tics of it, so the action's own burst adds at
+    # most its first bullet): in live mode also the last burst held while the dolls think.
+    shots: int = 0
     done: bool = False       # carried out (not cut short by the marine's death)
 
     @property
@@ -155,7 +159,7 @@ class BrainRunner:
         u = self.users
         raw = spec.Raw.from_users(vals[u["raw"] - 1:u["raw"] - 1 + spec.RAW_SIZE])
         obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
-        d = Decision(vals[u["seq"] - 1], obs, raw)
+        d = Decision(vals[u["seq"] - 1], obs, raw, shots=-vals[u["shots"] - 1])
         if obs != spec.encode(raw).tolist():
             res.encoding_errors += 1
         if mode.startswith("python"):
@@ -170,6 +174,7 @@ class BrainRunner:
         if not mode.startswith("python"):
             d.action = action          # what the map did: the circuit's one-hot
         d.think, d.moved, d.hurt = (vals[u[k] - 1] for k in ("think", "moved", "hurt"))
+        d.shots += vals[u["shots"] - 1]
         d.done = True
 
     def _finish(self, res: EpisodeResult, last, alive: bool, max_tics: int) -> None:
