@@ -233,8 +233,11 @@ def test_the_map_plays_by_itself(brainwad):
         r.engine.game.new_episode()
         assert r._advance(100)
         assert r.engine.user(u["seq"]) == 0          # waiting for a runner
-        assert r._advance(100)
-        vals = r.engine.users()
+        for _ in range(300):  # until the first decision is carried out, tic by tic
+            assert r._advance(1)
+            vals = r.engine.users()
+            if vals[u["seq"] - 1] and vals[u["action"] - 1]:
+                break
     assert vals[u["seq"] - 1] == 1
     obs = vals[u["obs"] - 1:u["obs"] - 1 + spec.OBS_SIZE]
     assert vals[u["action"] - 1] == 8 * 1 + policy.decide(net, obs) + 1
