@@ -366,9 +366,18 @@ def _glue_act(panel_tags: list[int]) -> list[str]:
 
 def _glue_episode() -> list[str]:
     """One episode: per decision freeze, observe, think (the machine or Python), act."""
-    u = USERS
+    return _episode_start() + _episode_think() + _episode_act() + [
+        "    if (frozen) TakeInventory(\"PowerTimeFreezer\", 1);",
+        "    report();",
+        "}",
+        "",
+    ]
+
+
+def _episode_start() -> list[str]:
+    """The episode script's head, its reset, and each decision up to the freeze."""
     S = spec.SLOTS
-    L = [
+    return [
         f"script {SCRIPT_EPISODE} (int a, int b, int c, int m)",
         "{",
         f"    SetActivator({MARINE});",
@@ -394,6 +403,14 @@ def _glue_episode() -> list[str]:
         "        // Delay only in the script itself: a Delay inside a function crashes ViZDoom",
         "        for (int i = 0; i < 2 * frozen && state == 0; i++) { Delay(1); demon_tics++; check_slots(); }",
         "        if (state) break;",
+    ]
+
+
+def _episode_think() -> list[str]:
+    """Observe, then wait for the machine's (or a Python brain's) decision; in live
+    mode the last burst holds meanwhile."""
+    u = USERS
+    return [
         "        observe();",
         f"        int h0 = GetActorProperty({MARINE}, APROP_Health);",
         "        seq++;",
@@ -413,6 +430,13 @@ def _glue_episode() -> list[str]:
         "            act_k = decision();",
         f"            ChangeCamera({CAM_ARENA}, 1, 0);",
         "        }",
+    ]
+
+
+def _episode_act() -> list[str]:
+    """Report, show and carry out the decision: a burst at the chosen slot."""
+    u = USERS
+    return [
         f"        user{u['moved']} = moved();",
         f"        user{u['hurt']} = h0 - GetActorProperty({MARINE}, APROP_Health);",
         f"        user{u['think']} = Timer() - t0;",
@@ -434,12 +458,7 @@ def _glue_episode() -> list[str]:
         "        held = -1;",
         "        if (target && slot_kind[act_k]) held = act_k;",
         "    }",
-        "    if (frozen) TakeInventory(\"PowerTimeFreezer\", 1);",
-        "    report();",
-        "}",
-        "",
     ]
-    return L
 
 
 def _glue_scripts() -> list[str]:
