@@ -71,37 +71,44 @@ def _children(pid: int) -> list[str]:
     return out
 
 
+MODES = {"pipelined": dict(pipeline=True), "one beat": dict(pipeline=True, batch=1),
+         "simple": dict(pipeline=False)}
+
+
 def rate(net, n: int, tmp: str, rounds: int) -> dict:
-    """Inferences per second of `net` in one engine: pipelined and simple, best of
-    `rounds` alternating runs of the same n inputs; and the CPU time each schedule used
-    (engine process and Python together), summed over the rounds."""
+    """Inferences per second of `net` in one engine: pipelined (the map's batch of beats per
+    round trip), pipelined with one beat per round trip, and simple; best of `rounds`
+    alternating runs of the same n inputs; and the CPU time each used (engine process and
+    Python together), summed over the rounds."""
     rng = np.random.default_rng(0)
     xs = [[int(rng.integers(lo, hi + 1)) for lo, hi in net.input_ranges()] for _ in range(n)]
     ref = evaluate(net, xs).last_outputs().tolist()
     cm = compile_netlist(net)
     path = os.path.join(tmp, f"{net.name}.wad")
     write_wad(path, [cm])
-    best = {True: float("inf"), False: float("inf")}
-    cpu = {True: 0.0, False: 0.0}
+    best = {m: float("inf") for m in MODES}
+    cpu = {m: 0.0 for m in MODES}
     exact = True
     with MapRunner(path, cm.manifest) as r:
         r.infer_many(xs[:4])  # warm-up
         for _ in range(rounds):
-            for pipe in (True, False):
+            for mode, kw in MODES.items():
                 t, c = time.perf_counter(), engine_cpu()
-                got = r.infer_many(xs, pipeline=pipe)
-                best[pipe] = min(best[pipe], time.perf_counter() - t)
-                cpu[pipe] += engine_cpu() - c
+                got = r.infer_many(xs, **kw)
+                best[mode] = min(best[mode], time.perf_counter() - t)
+                cpu[mode] += engine_cpu() - c
                 exact &= got == ref
         idle, trip = idle_costs(r.engine)
     pipe = cm.schedule.pipeline
     return dict(name=net.name, dolls=len(cm.circuit.lanes), phases=len(cm.schedule.phases),
-                idle_us=1e6 * idle, trip_us=1e6 * trip,
-                simple_cpu_ms=1000 * cpu[False] / (n * rounds),
+                idle_us=1e6 * idle, trip_us=1e6 * trip, batch=cm.manifest["pipeline"]["batch"],
+                simple_cpu_ms=1000 * cpu["simple"] / (n * rounds),
                 simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.period,
-                pipelined=n / best[True], simple=n / best[False], exact=exact, n=n,
-                cpu_ratio=cpu[False] / max(cpu[True], 1e-9),
-                cpu_ms=1000 * cpu[True] / (n * rounds))
+                pipelined=n / best["pipelined"], simple=n / best["simple"],
+                one_beat=n / best["one beat"], exact=exact, n=n,
+                cpu_ratio=cpu["simple"] / max(cpu["pipelined"], 1e-9),
+                cpu_ms=1000 * cpu["pipelined"] / (n * rounds),
+                one_beat_cpu_ms=1000 * cpu["one beat"] / (n * rounds))
 
 
 def idle_costs(engine, tics: int = 2000) -> tuple[float, float]:
@@ -125,7 +132,8 @@ def split_cpu(m: dict, pipelined: bool) -> tuple[float, float, float, float]:
     time removes, though spreading door moves over tics makes it cheaper)."""
     cpu = m["cpu_ms"] if pipelined else m["simple_cpu_ms"]
     tics = m["beat_tics"] if pipelined else m["simple_tics"]
-    idle, trip = tics * m["idle_us"] / 1000, m["trip_us"] / 1000
+    idle = tics * m["idle_us"] / 1000
+    trip = m["trip_us"] / 1000 / (m["batch"] if pipelined else 1)
     return cpu, idle, trip, cpu - idle - trip
 
 
@@ -205,19 +213,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         print("inferences per second in one engine (best of "
               f"{rounds} alternating runs of {n} inputs each)")
-        print(f"{'network':>12} {'dolls':>5} {'phases':>6} {'tics/inference':>14} "
-              f"{'pipelined/s':>11} {'simple/s':>8} {'ratio':>5} {'cpu ratio':>9} "
-              f"{'exact':>5}")
+        print(f"{'network':>12} {'dolls':>5} {'batch':>5} {'tics/inference':>14} "
+              f"{'pipelined/s':>11} {'one beat/s':>10} {'simple/s':>8} {'ratio':>5} "
+              f"{'(one beat)':>10} {'cpu ratio':>9} {'exact':>5}")
         rows = []
         for net in (load(os.path.join(ROOT, "circuits", "hello.dnet")), four_layer_mlp(), net_m):
             m = rate(net, n, tmp, rounds)
-            print(f"{m['name']:>12} {m['dolls']:>5} {m['phases']:>6} "
+            print(f"{m['name']:>12} {m['dolls']:>5} {m['batch']:>5} "
                   f"{m['beat_tics']:>6} vs {m['simple_tics']:>3} {m['pipelined']:>15.1f} "
-                  f"{m['simple']:>8.1f} {m['pipelined'] / m['simple']:>5.2f} "
+                  f"{m['one_beat']:>10.1f} {m['simple']:>8.1f} "
+                  f"{m['pipelined'] / m['simple']:>5.2f} {m['one_beat'] / m['simple']:>10.2f} "
                   f"{m['cpu_ratio']:>9.2f} {'yes' if m['exact'] else 'NO':>5}")
             rows.append(m)
-        print("(ratio: pipelined/simple inferences per second, best runs; cpu ratio: simple/"
-              "pipelined CPU time of engine + Python over all runs)")
+        print("(pipelined: `batch` beats per round trip to the engine; one beat: one beat per "
+              "round trip; ratio: pipelined/simple "
+              "inferences per second, best runs; cpu ratio: simple/pipelined CPU time of engine + "
+              "Python over all runs)")
         print("\nwhere the CPU goes, ms per inference (engine + Python): idle tics (tics x the "
               "CPU of a tic with every doll parked), one round trip, the rest")
         print(f"{'network':>12} {'schedule':>9} {'cpu':>7} {'idle tics':>9} {'round trip':>10} "

@@ -76,24 +76,50 @@ class MapRunner:
     def can_pipeline(self) -> bool:
         return bool(self.info.get("pipeline")) and bool(self.info["outputs"])
 
-    def infer_many(self, xs, pipeline: bool = True) -> list[list[int]]:
+    def infer_many(self, xs, pipeline: bool = True, batch: int | None = None) -> list[list[int]]:
         """Several independent inferences; with `pipeline` (and a map that has the pipelined
         beat, program.plan_pipeline) one enters every beat while earlier ones are still in
-        their later phases. Outputs in input order, the same as one `infer` each."""
+        their later phases, and up to `batch` beats (default: the map's batch script's)
+        run per round trip to the engine. Outputs in input order, the same as one `infer`
+        each."""
         xs = [self._checked(x) for x in xs]
         if not (pipeline and len(xs) > 1 and self.can_pipeline()):
             return [self.infer(x) for x in xs]
         pipe = self.info["pipeline"]
         lags = pipe["lags"]
+        k = min(batch or pipe.get("batch", 1), pipe.get("batch", 1)) or 1
         out: list[list[int | None]] = [[None] * len(lags) for _ in xs]
         # After the last real inference the pipeline drains: its last inputs enter again,
         # and what those compute is never read.
-        for b in range(len(xs) + max(lags)):
-            vals = self._step(xs[min(b, len(xs) - 1)], pipe["script"], pipe["beat_tics"])
-            for k, lag in enumerate(lags):
-                if 0 <= b - lag < len(xs):
-                    out[b - lag][k] = vals[k]
+        beats = len(xs) + max(lags)
+        for b0 in range(0, beats, k):
+            n = min(k, beats - b0)
+            entering = [xs[min(b, len(xs) - 1)] for b in range(b0, b0 + n)]
+            vals = self._batch(entering) if k > 1 else \
+                self._step(entering[0], pipe["script"], pipe["beat_tics"])
+            for j in range(n):
+                for o, lag in enumerate(lags):
+                    if 0 <= b0 + j - lag < len(xs):
+                        out[b0 + j - lag][o] = vals[j * len(lags) + o]
         return out
+
+    def _batch(self, entering: list[list[int]]) -> list[int]:
+        """n beats in one round trip: the queue scripts store each beat's inputs, the batch
+        script runs the beats back to back (the same tics as n single beats) and leaves
+        beat j's outputs in USER n_out*j+1...; requires its acknowledgement."""
+        info, pipe = self.info, self.info["pipeline"]
+        groups = len(info["input_scripts"])
+        calls = [(pipe["queue_base"] + j * groups + g, *x[4 * g:4 * g + 4])
+                 for j, x in enumerate(entering) for g in range(groups)]
+        self.seq += 1
+        tics = len(entering) * (pipe["beat_tics"] + 1)
+        vals = self.engine.step(calls + [(pipe["batch_script"], self.seq, len(entering))], tics)
+        self.tics += tics
+        if vals[info["ack_var"] - 1] != self.seq:
+            raise EngineError(f"{self.wad}: batch {self.seq} of {len(entering)} beats did not "
+                              f"finish in its predicted {tics - 1} tics "
+                              f"(ack {vals[info['ack_var'] - 1]})")
+        return vals
 
     def infer(self, x, first: bool = False) -> list[int]:
         """One inference (one time step); returns the output values in declared order.

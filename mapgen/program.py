@@ -40,6 +40,10 @@ SCRIPT_OPEN = 1
 SCRIPT_INFER = 2
 SCRIPT_BEGIN = 3
 SCRIPT_PIPE = 4
+SCRIPT_BATCH = 5
+SCRIPT_QUEUE_ALIGN = 1000  # queue scripts start at the next thousand clear of the others
+MAX_BATCH = 16           # beats per batch script
+MAX_BATCH_STATEMENTS = 40_000  # the unrolled batch script stays a modest BEHAVIOR
 SCRIPT_INPUT_BASE = 10
 SCRIPT_READ_BASE = 100   # read scripts start here, or after the input scripts if those reach it
 
@@ -330,13 +334,26 @@ class Bus:
     def ack(self, var: str, value: str) -> None:
         self._emit(f"{var} = {value};")
 
+    def guard(self, beat: int) -> None:
+        """Open the block of batch beat `beat`: it runs if the batch has more beats (a
+        count of beats, never a neuron value). Closed with close_script."""
+        self._emit(f"if (n > {beat})")
+        self._emit("{")
+        self.depth += 1
+
+    def enqueue(self, slot: int, arg: str) -> None:
+        self._emit(f"queue[{slot}] = {arg};")
+
+    def dequeue(self, i: int, slot: int) -> None:
+        self._emit(f"inputs[{i}] = queue[{slot}];")
+
 
 def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     """The map's ACS: declarations, the OPEN script, the input scripts, the membrane reset,
     the inference script (simple schedule), the pipelined beat, the read scripts."""
     names = {n.id: n.name for n in layout.circuit.net.nodes}
     b = Bus()
-    _declarations(b, layout, title)
+    _declarations(b, layout, sched, title)
     _open_script(b, layout, sched, names)
     _input_scripts(b, layout, sched, names)
     _begin_script(b, layout, names)
@@ -344,6 +361,9 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     if sched.pipeline:
         pipeline_source(b, layout, sched)
         b.blank()
+        if batch_size(layout, sched) > 1:
+            _queue_scripts(b, layout, sched, batch_size(layout, sched))
+            b.blank()
     for k, batch in enumerate(sched.read_batches):
         b.open_script(f"script {read_base(sched) + k} (int token)")
         for slot, (tag, label) in enumerate(batch):
@@ -354,7 +374,7 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     return "\n".join(b.lines).rstrip() + "\n"
 
 
-def _declarations(b: Bus, layout: Layout, title: str) -> None:
+def _declarations(b: Bus, layout: Layout, sched: Schedule, title: str) -> None:
     b.comment(f"{title}: a neural network compiled into a Doom map by VoodooNet.")
     b.comment("The map computes: dolls ride conveyor lanes, each door they get under is one\n"
               "step of a neuron's activation, each weighted line they cross adds to a light.\n"
@@ -371,6 +391,9 @@ def _declarations(b: Bus, layout: Layout, title: str) -> None:
     if n_in:
         # One map array: the engine has only 128 map variables, and inputs can be many.
         b.lines.append(f"int inputs[{n_in}];  // the inputs, as received")
+        if batch_size(layout, sched) > 1:
+            b.lines.append(f"int queue[{batch_size(layout, sched) * n_in}];  "
+                           "// the inputs of a batch of beats")
     b.blank()
 
 
@@ -469,15 +492,45 @@ def _entered(offset: int) -> str:
 
 
 def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
-    """Script 4, one beat: the pipeline's events in time order, with delays between tics."""
-    c, pipe = layout.circuit, sched.pipeline
-    names = {n.id: n.name for n in c.net.nodes}
-    lights = {l.tag: l for l in c.lights}
+    """Script 4, one beat: the pipeline's events in time order, with delays between tics.
+    Script 5 (seq, n), when the map has a batch: n beats back to back (module docstring)."""
+    pipe = sched.pipeline
     b.open_script(f"script {SCRIPT_PIPE} (int seq)")
     b.comment(f"One beat of the pipeline ({pipe.ii} slot(s)): every lane rides once, phase p\n"
               "for the inference that entered p // ii beats ago. Start the input scripts\n"
               "in the same tic with the new inference's inputs.")
     b.delay(1, "the input scripts started with this one have stored their arguments")
+    _beat_body(b, layout, sched, 0)
+    b.ack("ack", "seq")
+    b.close_script()
+    k = batch_size(layout, sched)
+    if k < 2:
+        return
+    n_in = len(layout.circuit.net.inputs)
+    b.blank()
+    b.open_script(f"script {SCRIPT_BATCH} (int seq, int n)")
+    b.comment(f"n <= {k} beats back to back, each exactly as script {SCRIPT_PIPE} runs it: beat j\n"
+              f"takes its inputs from the queue (stored by scripts {queue_base(sched)}+) and\n"
+              f"reads its outputs into USER {len(sched.output_slots)}*j+1...; one tic between\n"
+              "beats stands for the tic in which a runner would start the next one.")
+    for j in range(k):
+        b.guard(j)
+        if j:
+            b.delay(1, "the next beat's tic 0")
+        b.delay(1, f"beat {j}: the queue scripts started with this one have run")
+        for i in range(n_in):
+            b.dequeue(i, j * n_in + i)
+        _beat_body(b, layout, sched, j * len(sched.output_slots))
+        b.close_script()
+    b.ack("ack", "seq")
+    b.close_script()
+
+
+def _beat_body(b: Bus, layout: Layout, sched: Schedule, out_base: int) -> None:
+    """The beat's events from tic 1 to its end; output k is read into USER out_base+k+1."""
+    c, pipe = layout.circuit, sched.pipeline
+    names = {n.id: n.name for n in c.net.nodes}
+    lights = {l.tag: l for l in c.lights}
     now = 1
     for e in pipe.events:
         if e.tic > now:
@@ -503,11 +556,38 @@ def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
                                                f"free for {_entered(e.offset)}")
         elif e.kind == "read":
             tag, label = sched.output_slots[e.what]
-            b.read(f"user{e.what + 1}", tag, f"output {label} of {_entered(e.offset)}")
+            b.read(f"user{out_base + e.what + 1}", tag, f"output {label} of {_entered(e.offset)}")
     if pipe.beat_tics > now:
         b.delay(pipe.beat_tics - now, "the beat ends")
-    b.ack("ack", "seq")
-    b.close_script()
+
+
+def batch_size(layout: Layout, sched: Schedule) -> int:
+    """Beats per batch script: as many as USER slots hold their outputs, within MAX_BATCH
+    and a bound on the unrolled script's size; 0 for a map without a pipelined beat."""
+    if sched.pipeline is None or not sched.output_slots:
+        return 0
+    per_beat = len(sched.pipeline.events) + len(layout.circuit.net.inputs) + 4
+    return max(1, min(MAX_BATCH, READ_SLOTS // len(sched.output_slots),
+                      MAX_BATCH_STATEMENTS // per_beat))
+
+
+def queue_base(sched: "Schedule") -> int:
+    """First queue script: the next thousand clear of the read scripts."""
+    return (read_base(sched) + len(sched.read_batches)) // SCRIPT_QUEUE_ALIGN \
+        * SCRIPT_QUEUE_ALIGN + SCRIPT_QUEUE_ALIGN
+
+
+def _queue_scripts(b: Bus, layout: Layout, sched: Schedule, k: int) -> None:
+    """Script queue_base + j*G + g (a, b, c, d): inputs 4g..4g+3 of batch beat j."""
+    n_in = len(layout.circuit.net.inputs)
+    for j in range(k):
+        for g, batch in enumerate(sched.input_batches):
+            args = ["a", "b", "c", "d"][:len(batch)]
+            b.open_script(f"script {queue_base(sched) + j * len(sched.input_batches) + g} "
+                          f"({', '.join('int ' + a for a in args)})")
+            for t, arg in enumerate(args):
+                b.enqueue(j * n_in + P.PUKE_ARGS * g + t, arg)
+            b.close_script()
 
 
 def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
@@ -531,7 +611,9 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
                          for k, batch in enumerate(sched.read_batches)],
         "pipeline": None if sched.pipeline is None else {
             "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,
-            "ii": sched.pipeline.ii, "lags": sched.pipeline.lags},
+            "ii": sched.pipeline.ii, "lags": sched.pipeline.lags,
+            "batch": batch_size(layout, sched), "batch_script": SCRIPT_BATCH,
+            "queue_base": queue_base(sched)},
     }
 
 
@@ -546,6 +628,9 @@ _BUS_FORMS = [
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
     rf"user\d+ = GetSectorLightLevel\({_INT}\);",
     r"inputs\[\d+\] = [abcd];",
+    r"queue\[\d+\] = [abcd];",
+    r"inputs\[\d+\] = queue\[\d+\];",
+    r"if \(n > \d+\)",
     rf"Delay\({_INT}\);",
     r"ack = (-1|seq);",
     r"read_ack = token;",
@@ -554,6 +639,7 @@ _BUS_FORMS = [
     r'#include "zcommon.acs"',
     r"global int \d+:\w+;",
     r"int inputs\[\d+\];",
+    r"int queue\[\d+\];",
 ]
 _BUS_RE = [__import__("re").compile(f"^{f}$") for f in _BUS_FORMS]
 
