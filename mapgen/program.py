@@ -43,7 +43,7 @@ SCRIPT_PIPE = 4
 SCRIPT_BATCH = 5
 SCRIPT_QUEUE_ALIGN = 1000  # queue scripts start at the next thousand clear of the others
 MAX_BATCH = 16           # beats per batch script
-MAX_BATCH_STATEMENTS = 40_000  # the unrolled batch script stays a modest BEHAVIOR
+MAX_BATCH_STATEMENTS = 20_000  # the unrolled batch script stays a modest part of the map
 SCRIPT_INPUT_BASE = 10
 SCRIPT_READ_BASE = 100   # read scripts start here, or after the input scripts if those reach it
 
@@ -277,8 +277,13 @@ class Bus:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 0
+        self.plain = False   # statements without their comments (the batch script's copies)
 
     def _emit(self, text: str) -> None:
+        if self.plain:
+            text = text.split("  //", 1)[0]
+            if text.startswith("//"):
+                return
         self.lines.append("    " * self.depth + text)
 
     def comment(self, text: str) -> None:
@@ -513,6 +518,7 @@ def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
               f"takes its inputs from the queue (stored by scripts {queue_base(sched)}+) and\n"
               f"reads its outputs into USER {len(sched.output_slots)}*j+1...; one tic between\n"
               "beats stands for the tic in which a runner would start the next one.")
+    b.plain = True  # the beats repeat script 4, which carries the comments
     for j in range(k):
         b.guard(j)
         if j:
@@ -522,6 +528,7 @@ def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
             b.dequeue(i, j * n_in + i)
         _beat_body(b, layout, sched, j * len(sched.output_slots))
         b.close_script()
+    b.plain = False
     b.ack("ack", "seq")
     b.close_script()
 
@@ -567,8 +574,8 @@ def batch_size(layout: Layout, sched: Schedule) -> int:
     if sched.pipeline is None or not sched.output_slots:
         return 0
     per_beat = len(sched.pipeline.events) + len(layout.circuit.net.inputs) + 4
-    return max(1, min(MAX_BATCH, READ_SLOTS // len(sched.output_slots),
-                      MAX_BATCH_STATEMENTS // per_beat))
+    k = min(MAX_BATCH, READ_SLOTS // len(sched.output_slots), MAX_BATCH_STATEMENTS // per_beat)
+    return k if k > 1 else 1
 
 
 def queue_base(sched: "Schedule") -> int:
