@@ -61,15 +61,21 @@ class MapRunner:
         """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
         require its acknowledgement; returns USER1..60 after it (one engine round trip)."""
         info = self.info
-        self.seq += 1
         begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-        vals = self.engine.step(begin + [(s, *x[4 * k:4 * k + 4])
-                                         for k, s in enumerate(info["input_scripts"])]
-                                + [(script, self.seq)], tics + 1)
+        return self._acknowledged(begin + [(s, *x[4 * k:4 * k + 4])
+                                           for k, s in enumerate(info["input_scripts"])],
+                                  script, (), tics, f"script {script}")
+
+    def _acknowledged(self, calls: list[tuple], script: int, args: tuple, tics: int,
+                      what: str) -> list[int]:
+        """`calls`, then `script` (seq, *args), in one tic; `tics` more tics; the script must
+        have acknowledged seq by then. USER1..60 after it, one engine round trip."""
+        self.seq += 1
+        vals = self.engine.step(calls + [(script, self.seq, *args)], tics + 1)
         self.tics += tics + 1
-        ack = vals[info["ack_var"] - 1]
+        ack = vals[self.info["ack_var"] - 1]
         if ack != self.seq:
-            raise EngineError(f"{self.wad}: step {self.seq} (script {script}) did not finish in "
+            raise EngineError(f"{self.wad}: step {self.seq} ({what}) did not finish in "
                               f"its predicted {tics} tics (ack {ack})")
         return vals
 
@@ -87,7 +93,8 @@ class MapRunner:
             return [self.infer(x) for x in xs]
         pipe = self.info["pipeline"]
         lags = pipe["lags"]
-        k = min(batch or pipe.get("batch", 1), pipe.get("batch", 1)) or 1
+        most = pipe.get("batch", 1)  # WADs built before batches had one beat per step
+        k = min(batch or most, most)
         out: list[list[int | None]] = [[None] * len(lags) for _ in xs]
         # After the last real inference the pipeline drains: its last inputs enter again,
         # and what those compute is never read.
@@ -111,15 +118,9 @@ class MapRunner:
         groups = len(info["input_scripts"])
         calls = [(pipe["queue_base"] + j * groups + g, *x[4 * g:4 * g + 4])
                  for j, x in enumerate(entering) for g in range(groups)]
-        self.seq += 1
-        tics = len(entering) * (pipe["beat_tics"] + 1)
-        vals = self.engine.step(calls + [(pipe["batch_script"], self.seq, len(entering))], tics)
-        self.tics += tics
-        if vals[info["ack_var"] - 1] != self.seq:
-            raise EngineError(f"{self.wad}: batch {self.seq} of {len(entering)} beats did not "
-                              f"finish in its predicted {tics - 1} tics "
-                              f"(ack {vals[info['ack_var'] - 1]})")
-        return vals
+        n = len(entering)
+        tics = n * (pipe["beat_tics"] + 1) - 1   # the puke tic is the +1 of _acknowledged
+        return self._acknowledged(calls, pipe["batch_script"], (n,), tics, f"a batch of {n} beats")
 
     def infer(self, x, first: bool = False) -> list[int]:
         """One inference (one time step); returns the output values in declared order.

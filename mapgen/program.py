@@ -366,9 +366,6 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     if sched.pipeline:
         pipeline_source(b, layout, sched)
         b.blank()
-        if batch_size(layout, sched) > 1:
-            _queue_scripts(b, layout, sched, batch_size(layout, sched))
-            b.blank()
     for k, batch in enumerate(sched.read_batches):
         b.open_script(f"script {read_base(sched) + k} (int token)")
         for slot, (tag, label) in enumerate(batch):
@@ -396,8 +393,9 @@ def _declarations(b: Bus, layout: Layout, sched: Schedule, title: str) -> None:
     if n_in:
         # One map array: the engine has only 128 map variables, and inputs can be many.
         b.lines.append(f"int inputs[{n_in}];  // the inputs, as received")
-        if batch_size(layout, sched) > 1:
-            b.lines.append(f"int queue[{batch_size(layout, sched) * n_in}];  "
+        k = batch_size(layout, sched)
+        if k > 1:
+            b.lines.append(f"int queue[{k * n_in}];  "
                            "// the inputs of a batch of beats")
     b.blank()
 
@@ -498,7 +496,7 @@ def _entered(offset: int) -> str:
 
 def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
     """Script 4, one beat: the pipeline's events in time order, with delays between tics.
-    Script 5 (seq, n), when the map has a batch: n beats back to back (module docstring)."""
+    Script 5 (seq, n) and its queue scripts, when the map has a batch: n beats back to back."""
     pipe = sched.pipeline
     b.open_script(f"script {SCRIPT_PIPE} (int seq)")
     b.comment(f"One beat of the pipeline ({pipe.ii} slot(s)): every lane rides once, phase p\n"
@@ -531,6 +529,8 @@ def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
     b.plain = False
     b.ack("ack", "seq")
     b.close_script()
+    b.blank()
+    _queue_scripts(b, layout, sched, k)
 
 
 def _beat_body(b: Bus, layout: Layout, sched: Schedule, out_base: int) -> None:

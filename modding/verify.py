@@ -18,12 +18,11 @@ run, so it cannot come out as a wrong number.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from mapgen import physics as P
 from mapgen.layout import ride_reach
-from mapgen.program import SETTLE_TICS
+from mapgen.program import run_tics
 
 from .extract import ExtractError, machine_netlist, nodes_of, read_maps, solo_lines
 from .machine import LOWER, RAISE, SET, Machine, from_circuit, from_map
@@ -245,7 +244,7 @@ def check_schedule(tm: TextMap, m: Machine, circuit=None) -> list[Finding]:
                                "box on its pad"))
         travel = ride_reach([ln[1] for ln in lane.lines], start[0],
                             lane.segments[-1].x1 - P.DOLL_RADIUS - start[0])
-        need = math.ceil(travel / P.DOLL_SPEED) + SETTLE_TICS
+        need = run_tics(travel)
         have = m.phase_tics[lane.phase][1] if lane.phase < len(m.phase_tics) else 0
         if have < need:
             out.append(Finding("schedule", f"{_at(tm, lane.segments[-1].sector, boxes)}: the "
