@@ -103,7 +103,8 @@ def rate(net, n: int, tmp: str, rounds: int) -> dict:
     return dict(name=net.name, dolls=len(cm.circuit.lanes), phases=len(cm.schedule.phases),
                 idle_us=1e6 * idle, trip_us=1e6 * trip, batch=cm.manifest["pipeline"]["batch"],
                 simple_cpu_ms=1000 * cpu["simple"] / (n * rounds),
-                simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.period,
+                simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.batch_step,
+                one_beat_tics=pipe.period,
                 pipelined=n / best["pipelined"], simple=n / best["simple"],
                 one_beat=n / best["one beat"], exact=exact, n=n,
                 cpu_ratio=cpu["simple"] / max(cpu["pipelined"], 1e-9),
@@ -213,20 +214,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         print("inferences per second in one engine (best of "
               f"{rounds} alternating runs of {n} inputs each)")
-        print(f"{'network':>12} {'dolls':>5} {'batch':>5} {'tics/inference':>14} "
+        print(f"{'network':>12} {'dolls':>5} {'batch':>5} {'tics/inference':>19} "
               f"{'pipelined/s':>11} {'one beat/s':>10} {'simple/s':>8} {'ratio':>5} "
               f"{'(one beat)':>10} {'cpu ratio':>9} {'exact':>5}")
         rows = []
         for net in (load(os.path.join(ROOT, "circuits", "hello.dnet")), four_layer_mlp(), net_m):
             m = rate(net, n, tmp, rounds)
             print(f"{m['name']:>12} {m['dolls']:>5} {m['batch']:>5} "
-                  f"{m['beat_tics']:>6} vs {m['simple_tics']:>3} {m['pipelined']:>15.1f} "
+                  f"{m['beat_tics']:>3} ({m['one_beat_tics']:>3}) vs {m['simple_tics']:>3} "
+                  f"{m['pipelined']:>15.1f} "
                   f"{m['one_beat']:>10.1f} {m['simple']:>8.1f} "
                   f"{m['pipelined'] / m['simple']:>5.2f} {m['one_beat'] / m['simple']:>10.2f} "
                   f"{m['cpu_ratio']:>9.2f} {'yes' if m['exact'] else 'NO':>5}")
             rows.append(m)
-        print("(pipelined: `batch` beats per round trip to the engine; one beat: one beat per "
-              "round trip; ratio: pipelined/simple "
+        print("(pipelined: `batch` overlapping beats per round trip to the engine, tics/inference"
+              " batched (one beat per round trip) vs simple; one beat: one beat per round trip; "
+              "ratio: pipelined/simple "
               "inferences per second, best runs; cpu ratio: simple/pipelined CPU time of engine + "
               "Python over all runs)")
         print("\nwhere the CPU goes, ms per inference (engine + Python): idle tics (tics x the "

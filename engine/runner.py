@@ -112,14 +112,16 @@ class MapRunner:
 
     def _batch(self, entering: list[list[int]]) -> list[int]:
         """n beats in one round trip: the queue scripts store each beat's inputs, the batch
-        script runs the beats back to back (the same tics as n single beats) and leaves
-        beat j's outputs in USER n_out*j+1...; requires its acknowledgement."""
+        script runs the beats overlapped, batch_period tics apart (single beats are
+        beat_tics + 1 apart), and leaves beat j's outputs in USER n_out*j+1...; requires its
+        acknowledgement."""
         info, pipe = self.info, self.info["pipeline"]
         groups = len(info["input_scripts"])
         calls = [(pipe["queue_base"] + j * groups + g, *x[4 * g:4 * g + 4])
                  for j, x in enumerate(entering) for g in range(groups)]
         n = len(entering)
-        tics = n * (pipe["beat_tics"] + 1) - 1   # the puke tic is the +1 of _acknowledged
+        # beat j starts batch_period * j tics after beat 0; the puke tic is _acknowledged's +1
+        tics = (n - 1) * pipe.get("batch_period", pipe["beat_tics"] + 1) + pipe["beat_tics"]
         return self._acknowledged(calls, pipe["batch_script"], (n,), tics, f"a batch of {n} beats")
 
     def infer(self, x, first: bool = False) -> list[int]:

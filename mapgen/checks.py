@@ -226,10 +226,14 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     return _no_tiling_hint(layout, out)
 
 
-def _unroll(pipe: Pipeline, beats: int) -> list[tuple]:
+BEAT_ORDER = 1000  # orders of one beat's events lie below this (program.ORDER, slots of 10)
+
+
+def _unroll(pipe: Pipeline, beats: int, period: int) -> list[tuple]:
     """The beat's events over `beats` consecutive beats: (tic, order, kind, what, inference)
-    with absolute tics (beat b starts at b * period) and inference = beat - offset."""
-    return [(b * pipe.period + e.tic, e.order, e.kind, e.what, b - e.offset)
+    with absolute tics (beat b starts at b * period), inference = beat - offset, and order
+    within a tic earlier beats first (as the batch script writes them)."""
+    return [(b * period + e.tic, b * BEAT_ORDER + e.order, e.kind, e.what, b - e.offset)
             for b in range(beats) for e in pipe.events]
 
 
@@ -326,15 +330,15 @@ def _light_problems(by_inf: dict[int, list], writer_lanes: set[int], whole) -> l
 
 def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     """The pipelined beat, unrolled over enough beats to reach its steady state (module
-    docstring). Nothing to prove for a map without one."""
+    docstring): beats started by a runner (one every `period` tics) and the beats of a
+    batch script (one every `batch_step` tics, overlapping). Nothing to prove for a map
+    without one."""
     pipe = sched.pipeline
     if pipe is None:
         return []
-    depth = max((e.offset for e in pipe.events), default=0) + 1
-    beats = depth + 2  # whole inferences 0..2, each with neighbours on both sides
-    events = _unroll(pipe, beats)
-    out = _check_lanes(layout, events)
-    out += _check_light_use(layout, sched, events, depth, beats)
+    out = _check_period(layout, sched, pipe.period)
+    if not out and pipe.batch_step != pipe.period:
+        out = _check_period(layout, sched, pipe.batch_step)
     if any(e.tic > pipe.beat_tics for e in pipe.events):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
                               f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
@@ -344,6 +348,34 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
                               "in tic 0, before the input scripts stored the inputs",
                               "a bug in the pipelined schedule"))
     return out
+
+
+def _check_period(layout: Layout, sched: Schedule, period: int) -> list[Diagnostic]:
+    pipe = sched.pipeline
+    depth = max((e.offset for e in pipe.events), default=0) + 1
+    overlap = -(-pipe.beat_tics // period)  # beats that one beat's events reach into
+    beats = depth + overlap + 2  # whole inferences, each with neighbours on both sides
+    events = _unroll(pipe, beats, period)
+    return _check_lanes(layout, events) + _check_light_use(layout, sched, events, depth, beats)
+
+
+def fit_batch_period(layout: Layout, sched: Schedule) -> None:
+    """Set the interval between the overlapping beats of a batch script to the shortest one
+    check_pipeline proves safe: no lane is written or released again before its doll of the
+    previous beat is back, and no light is reset before its previous inference read it.
+    Beats further apart only delay later beats' events, so every longer interval, up to a
+    runner's `period`, is safe too."""
+    pipe = sched.pipeline
+    if pipe is None:
+        return
+    copy = {e.what: e.tic for e in pipe.events if e.kind == "copy"}
+    park = {e.what: e.tic for e in pipe.events if e.kind == "park"}
+    low = max([1] + [park[i] - copy.get(i, park[i]) for i in park])  # a lane's own cycle
+    for p in range(low, pipe.period):
+        if not _check_period(layout, sched, p):
+            pipe.batch_period = p
+            return
+    pipe.batch_period = pipe.period
 
 
 def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
@@ -388,6 +420,9 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
 
 
 def run_all(layout: Layout, sched: Schedule) -> None:
+    """Every check; the batch interval is the shortest the pipeline proof accepts, so it is
+    fitted here, before the proof runs."""
+    fit_batch_period(layout, sched)
     problems = (check_lights(layout) + check_planes(layout) + check_geometry(layout)
                 + check_stop_clearance(layout) + check_schedule(layout, sched)
                 + check_budgets(layout) + check_pipeline(layout, sched))

@@ -152,7 +152,8 @@ def resource_report(m: CompiledMap) -> str:
         ("tics per inference", f"{sched.inference_tics} (predicted)"),
         ("pipelined", "no (spiking, or outputs read in batches)" if sched.pipeline is None else
          f"one inference per beat of {sched.pipeline.period} tics ({sched.pipeline.ii} "
-         f"slot{'s' if sched.pipeline.ii > 1 else ''})"),
+         f"slot{'s' if sched.pipeline.ii > 1 else ''}); in a batch of beats one every "
+         f"{sched.pipeline.batch_step}"),
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)

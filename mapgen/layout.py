@@ -260,6 +260,7 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
         top = g.ceiling if ceiling is None else ceiling
         if s.kind == "door":
             sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
+                         sequence=P.SILENT_SEQUENCE,
                          floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
         elif s.kind == "pad":

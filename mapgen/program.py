@@ -140,9 +140,10 @@ def plan(layout: Layout) -> Schedule:
 
 # --- the pipelined beat -------------------------------------------------------------------
 # Within a tic ACS runs statement by statement, so events of one tic are ordered: by slot,
-# then copies (a light read onto doors) before resets (the light freed for the next
-# inference), then releases, parks and output reads.
-ORDER = {"copy": 1, "reset": 2, "release": 3, "park": 4, "read": 5}
+# then output reads (of lights whose dolls finished in an earlier tic: first, so that the
+# next beat of a batch may reset them in the same tic), copies (a light read onto doors)
+# before resets (the light freed for the next inference), then releases and parks.
+ORDER = {"read": 0, "copy": 1, "reset": 2, "release": 3, "park": 4}
 # Door ceiling moves started in one tic cost the engine about quadratically in their number
 # (measured on the trained MNIST map: 1,920 door moves in one tic took 16 ms of engine CPU,
 # in two tics 8.7 ms, in four about 6 ms). The beat starts at most this many per tic, the
@@ -169,11 +170,20 @@ class Pipeline:
     beat_tics: int             # from the puke tic to the ack
     events: list[Event]        # every bus operation of script 4, sorted by (tic, order)
     lags: list[int]            # per output slot: beats from an inference's entry to its read
+    # Tics between beats inside a batch script: beats overlap there (the next beat's copies
+    # start while this one's slowest dolls still ride), as closely as checks.check_pipeline
+    # proves safe (checks.fit_batch_period sets it; until then, no overlap).
+    batch_period: int = 0
 
     @property
     def period(self) -> int:
         """Tics from one beat's puke to the next (the runner advances beat_tics + 1)."""
         return self.beat_tics + 1
+
+    @property
+    def batch_step(self) -> int:
+        """Tics between beats in a batch script."""
+        return self.batch_period or self.period
 
 
 def lane_targets(layout: Layout, g) -> set[int]:
@@ -349,8 +359,9 @@ class Bus:
     def enqueue(self, slot: int, arg: str) -> None:
         self._emit(f"queue[{slot}] = {arg};")
 
-    def dequeue(self, i: int, slot: int) -> None:
-        self._emit(f"inputs[{i}] = queue[{slot}];")
+    def last_beat(self, beat: int, var: str, value: str) -> None:
+        """End a batch after beat `beat` when it has no more beats (a count of beats)."""
+        self._emit(f"if (n == {beat + 1}) {{ {var} = {value}; terminate; }}")
 
 
 def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
@@ -509,63 +520,93 @@ def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
     k = batch_size(layout, sched)
     if k < 2:
         return
-    n_in = len(layout.circuit.net.inputs)
     b.blank()
-    b.open_script(f"script {SCRIPT_BATCH} (int seq, int n)")
-    b.comment(f"n <= {k} beats back to back, each exactly as script {SCRIPT_PIPE} runs it: beat j\n"
-              f"takes its inputs from the queue (stored by scripts {queue_base(sched)}+) and\n"
-              f"reads its outputs into USER {len(sched.output_slots)}*j+1...; one tic between\n"
-              "beats stands for the tic in which a runner would start the next one.")
-    b.plain = True  # the beats repeat script 4, which carries the comments
-    for j in range(k):
-        b.guard(j)
-        if j:
-            b.delay(1, "the next beat's tic 0")
-        b.delay(1, f"beat {j}: the queue scripts started with this one have run")
-        for i in range(n_in):
-            b.dequeue(i, j * n_in + i)
-        _beat_body(b, layout, sched, j * len(sched.output_slots))
-        b.close_script()
-    b.plain = False
-    b.ack("ack", "seq")
-    b.close_script()
+    _batch_script(b, layout, sched, k)
     b.blank()
     _queue_scripts(b, layout, sched, k)
 
 
+def _batch_script(b: Bus, layout: Layout, sched: Schedule, k: int) -> None:
+    """Script 5 (seq, n): beats 0..n-1 of a batch, beat j's events `batch_step * j` tics
+    after beat 0's. Beats overlap: the events of every beat are merged into one timeline,
+    in a tic earlier beats first, each beat's statements guarded by the batch's size."""
+    pipe = sched.pipeline
+    n_in, n_out, step = len(layout.circuit.net.inputs), len(sched.output_slots), pipe.batch_step
+    b.open_script(f"script {SCRIPT_BATCH} (int seq, int n)")
+    b.comment(f"n <= {k} beats, each exactly the events of script {SCRIPT_PIPE}, one every {step} "
+              f"tics (script {SCRIPT_PIPE}\nstarted by a runner: one every {pipe.period}): "
+              "beat j takes its inputs from the queue\n"
+              f"(stored by scripts {queue_base(sched)}+) and reads its outputs into USER "
+              f"{n_out}*j+1...")
+    b.plain = True  # the beats repeat script 4, which carries the comments
+    names = {n.id: n.name for n in layout.circuit.net.nodes}
+    END = len(ORDER) * 10 * pipe.ii  # after every event of its tic
+    timeline = sorted([(j * step + e.tic, j, e.order, x, e) for j in range(k)
+                       for x, e in enumerate(pipe.events)] +
+                      [(j * step + pipe.beat_tics, j, END, 0, None) for j in range(k - 1)],
+                      key=lambda t: t[:4])
+    now, beat = 0, None  # the beat whose statements are being written; beat 0 is unguarded
+    for tic, j, _, _, e in timeline:
+        if beat and (tic > now or j != beat or e is None):
+            b.close_script()
+            beat = None
+        if tic > now:
+            b.delay(tic - now, "")
+            now = tic
+        if e is None:  # beat j was the batch's last: acknowledge now
+            b.last_beat(j, "ack", "seq")
+            beat = None
+            continue
+        if j != beat and j:
+            b.guard(j)
+        beat = j
+        _event(b, layout, sched, e, names, j * n_out, lambda i, j=j: f"queue[{j * n_in + i}]")
+    if beat:
+        b.close_script()
+    b.plain = False
+    b.ack("ack", "seq")
+    b.close_script()
+
+
 def _beat_body(b: Bus, layout: Layout, sched: Schedule, out_base: int) -> None:
-    """The beat's events from tic 1 to its end; output k is read into USER out_base+k+1."""
-    c, pipe = layout.circuit, sched.pipeline
-    names = {n.id: n.name for n in c.net.nodes}
-    lights = {l.tag: l for l in c.lights}
+    """Script 4's beat from tic 1 to its end; output k is read into USER out_base+k+1."""
+    pipe = sched.pipeline
+    names = {n.id: n.name for n in layout.circuit.net.nodes}
     now = 1
     for e in pipe.events:
         if e.tic > now:
             b.delay(e.tic - now, "door ceilings reach their values" if e.kind == "release"
                     else "the slowest lane of the slot finishes")
             now = e.tic
-        g = layout.lanes[e.what] if e.kind in ("copy", "release", "park") else None
-        who = f"{names[g.lane.node]}{g.lane.label}" if g else ""
-        if e.kind == "copy" and g.lane.source[0] == "input":
-            b.write_input(g.lane.door_tag, sched.speeds[e.what], f"inputs[{g.lane.source[1]}]",
-                          f"input {who}")
-        elif e.kind == "copy":
-            b.copy(g.lane.door_tag, sched.speeds[e.what], g.lane.source[1],
-                   f"neuron {who}, {_entered(e.offset)}")
-        elif e.kind == "release":
-            b.release(g.lane.tid, who)
-        elif e.kind == "park":
-            x, y, z = g.start
-            b.park(g.lane.tid, x, y, z, who)
-        elif e.kind == "reset":
-            light = lights[e.what]
-            b.reset_light(e.what, light.reset, f"{light.role} of {names[light.node]}, "
-                                               f"free for {_entered(e.offset)}")
-        elif e.kind == "read":
-            tag, label = sched.output_slots[e.what]
-            b.read(f"user{out_base + e.what + 1}", tag, f"output {label} of {_entered(e.offset)}")
+        _event(b, layout, sched, e, names, out_base, lambda i: f"inputs[{i}]")
     if pipe.beat_tics > now:
         b.delay(pipe.beat_tics - now, "the beat ends")
+
+
+def _event(b: Bus, layout: Layout, sched: Schedule, e: Event, names: dict, out_base: int,
+           input_of) -> None:
+    """One event of the beat as its bus statement; `input_of(i)` names where input i is."""
+    c = layout.circuit
+    g = layout.lanes[e.what] if e.kind in ("copy", "release", "park") else None
+    who = f"{names[g.lane.node]}{g.lane.label}" if g else ""
+    if e.kind == "copy" and g.lane.source[0] == "input":
+        b.write_input(g.lane.door_tag, sched.speeds[e.what], input_of(g.lane.source[1]),
+                      f"input {who}")
+    elif e.kind == "copy":
+        b.copy(g.lane.door_tag, sched.speeds[e.what], g.lane.source[1],
+               f"neuron {who}, {_entered(e.offset)}")
+    elif e.kind == "release":
+        b.release(g.lane.tid, who)
+    elif e.kind == "park":
+        x, y, z = g.start
+        b.park(g.lane.tid, x, y, z, who)
+    elif e.kind == "reset":
+        light = c.light(e.what)
+        b.reset_light(e.what, light.reset, f"{light.role} of {names[light.node]}, "
+                                           f"free for {_entered(e.offset)}")
+    elif e.kind == "read":
+        tag, label = sched.output_slots[e.what]
+        b.read(f"user{out_base + e.what + 1}", tag, f"output {label} of {_entered(e.offset)}")
 
 
 def batch_size(layout: Layout, sched: Schedule) -> int:
@@ -620,6 +661,7 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
             "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,
             "ii": sched.pipeline.ii, "lags": sched.pipeline.lags,
             "batch": batch_size(layout, sched), "batch_script": SCRIPT_BATCH,
+            "batch_period": sched.pipeline.batch_step,
             "queue_base": queue_base(sched)},
     }
 
@@ -629,15 +671,15 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
 # else, in particular no operator applied to a neuron value.
 _INT = r"-?\d+"
 _BUS_FORMS = [
-    rf"Ceiling_MoveToValue\({_INT}, {_INT}, (inputs\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
+    rf"Ceiling_MoveToValue\({_INT}, {_INT}, ((inputs|queue)\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
     rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
     rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
     rf"user\d+ = GetSectorLightLevel\({_INT}\);",
     r"inputs\[\d+\] = [abcd];",
     r"queue\[\d+\] = [abcd];",
-    r"inputs\[\d+\] = queue\[\d+\];",
     r"if \(n > \d+\)",
+    r"if \(n == \d+\) \{ ack = seq; terminate; \}",
     rf"Delay\({_INT}\);",
     r"ack = (-1|seq);",
     r"read_ack = token;",

@@ -23,6 +23,7 @@ class Sector:
     more_tags: tuple[int, ...] = ()
     floor_tex: str = FLOOR
     ceil_tex: str = CEIL
+    sequence: str = ""
     comment: str = ""
 
 
@@ -155,6 +156,8 @@ class MapModel:
                 parts.append(f"id = {s.tag};")
             if s.more_tags:
                 parts.append(f'moreids = "{" ".join(str(t) for t in s.more_tags)}";')
+            if s.sequence:
+                parts.append(f'soundsequence = "{_esc(s.sequence)}";')
             if s.comment:
                 parts.append(f'comment = "{_esc(s.comment)}";')
             w("sector { " + " ".join(parts) + " }")

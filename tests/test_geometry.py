@@ -39,3 +39,20 @@ def test_a_wall_wound_the_wrong_way_is_caught():
     m.wall((100, 64), (100, 0), sec)
     errs = sidedness_errors(m)
     assert len(errs) == 4 and all("front sector 1 is not on its right" in e for e in errs)
+
+
+def test_door_sectors_start_no_sound_sequence():
+    """Door ceilings move in their thousands per inference; a sector with a sound sequence
+    makes each move search the list of every running sequence (physics.SILENT_SEQUENCE).
+    Every door sector, in circuits and in the museum, names the sequence no lump defines,
+    and nothing else does."""
+    import re
+
+    from mapgen import physics as P
+
+    for model in (build_layout(lower(load(CIRCUITS[0]))).model, build().compiled.layout.model):
+        text = model.textmap()
+        sectors = re.findall(r"^sector \{ (.*) \}$", text, flags=re.M)
+        doors = [s for s in sectors if "comment = \"door " in s]
+        assert doors and all(f'soundsequence = "{P.SILENT_SEQUENCE}";' in s for s in doors)
+        assert sum("soundsequence" in s for s in sectors) == len(doors)

@@ -68,9 +68,10 @@ def test_pipelined_equals_reference_and_simple(tmp_path, layers, seed):
 
 @pytest.mark.parametrize("layers, n", [(1, 7), (3, 23), (5, 30)])
 def test_batches_of_beats_equal_single_beats_and_the_reference(tmp_path, layers, n):
-    """The batch script runs k beats per round trip: outputs equal one beat per round
-    trip, the simple schedule and the reference, for n not a multiple of k (a short last
-    batch, the drain inside a batch), and the engine takes exactly the same tics."""
+    """The batch script runs k overlapping beats per round trip: outputs equal one beat per
+    round trip, the simple schedule and the reference, for n not a multiple of k (a short
+    last batch, the drain inside a batch), and the engine takes the tics the batch period
+    predicts, fewer than single beats."""
     net = random_net(layers, layers + 10)
     cm = compile_netlist(net)
     k = cm.manifest["pipeline"]["batch"]
@@ -84,26 +85,62 @@ def test_batches_of_beats_equal_single_beats_and_the_reference(tmp_path, layers,
         assert r.infer_many(xs, batch=1) == want
         t1 = r.tics
         assert r.infer_many(xs) == want
-        assert r.tics - t1 == t1 - t0
+        pipe = cm.manifest["pipeline"]
+        beats = n + max(pipe["lags"])
+        sizes = [min(k, beats - b) for b in range(0, beats, k)]
+        assert t1 - t0 == beats * (pipe["beat_tics"] + 1)
+        assert r.tics - t1 == sum(1 + (m - 1) * pipe["batch_period"] + pipe["beat_tics"]
+                                  for m in sizes)
+        assert pipe["batch_period"] < pipe["beat_tics"] + 1
         assert r.infer_many(xs, batch=3) == want
         assert r.infer_many(xs, pipeline=False) == want
 
 
-def test_a_batch_keeps_the_beat_period():
-    """Each beat of the batch script waits exactly as a beat of script 4 started by a runner:
-    beat_tics + 1 tics apart, so check_pipeline's proof of the beat holds for the batch."""
+def _timed_statements(script: str) -> dict[int, list[tuple[int, str]]]:
+    """Statements of a generated script by batch beat (0 outside `if (n > j)` blocks):
+    (tic, text), the tic counted by its Delays; inputs and USER slots named by position
+    within their beat."""
     import re
 
-    from mapgen.program import SCRIPT_BATCH
+    out: dict[int, list] = {}
+    tic, beat = 0, 0
+    for line in script.splitlines():
+        line = line.split("//", 1)[0].strip()
+        if m := re.fullmatch(r"Delay\((\d+)\);", line):
+            tic += int(m[1])
+        elif m := re.fullmatch(r"if \(n > (\d+)\)", line):
+            beat = int(m[1])
+        elif line == "}":
+            beat = 0
+        elif line and line != "{" and "ack = seq" not in line:
+            out.setdefault(beat, []).append((tic, line))
+    return out
+
+
+def test_batch_beats_run_script_4_batch_period_apart():
+    """Each beat j of the batch script is script 4's statements, batch_period * j tics
+    later: the beats check_pipeline proves, overlapped as fit_batch_period chose."""
+    import re
+
+    from mapgen.program import SCRIPT_BATCH, SCRIPT_PIPE
 
     cm = compile_netlist(random_net(3, 5))
-    pipe, k = cm.schedule.pipeline, cm.manifest["pipeline"]["batch"]
-    body = cm.acs[cm.acs.index(f"script {SCRIPT_BATCH} (int seq, int n)"):]
-    body = body[:body.index("ack = seq;")]
-    blocks = body.split("if (n > ")[1:]
-    assert len(blocks) == k
-    waits = [sum(int(d) for d in re.findall(r"Delay\((\d+)\)", blk)) for blk in blocks]
-    assert waits == [pipe.beat_tics] + [pipe.beat_tics + 1] * (k - 1)
+    pipe, k = cm.manifest["pipeline"], cm.manifest["pipeline"]["batch"]
+    n_in, n_out = len(cm.circuit.net.inputs), len(pipe["lags"])
+    acs = cm.acs
+    one = acs[acs.index(f"script {SCRIPT_PIPE} (int seq)"):]
+    one = _timed_statements(one[one.index("{") + 1:one.index("ack = seq;")])[0]
+    batch = acs[acs.index(f"script {SCRIPT_BATCH} (int seq, int n)"):]
+    beats = _timed_statements(batch[batch.index("{") + 1:batch.index("ack = seq;\n")])
+    assert sorted(beats) == list(range(k))
+    for j, got in beats.items():
+        def local(m, j=j):
+            return (f"inputs[{int(m[1]) - j * n_in}]" if m[0].startswith("queue")
+                    else f"user{int(m[2]) - j * n_out}")
+        got = [(t - j * pipe["batch_period"], re.sub(r"queue\[(\d+)\]|user(\d+)", local, s))
+               for t, s in got]
+        assert got == one
+    assert pipe["batch_period"] < cm.schedule.pipeline.period
 
 
 @pytest.mark.parametrize("name, ii", [("softmax", 2), ("rmsnorm", 3)])

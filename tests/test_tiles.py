@@ -75,4 +75,12 @@ def test_forced_tiles_in_the_engine_match_one_map(tmp_path, n):
     got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=4)
     assert got == evaluate(net, X).last_outputs().tolist()
     pipes = [m.manifest["pipeline"] for m in maps]
-    assert tics == 3 * sum((4 + max(p["lags"])) * (p["beat_tics"] + 1) for p in pipes)
+    assert tics == 3 * sum(_batched_tics(4 + max(p["lags"]), p) for p in pipes)
+
+
+def _batched_tics(beats: int, p: dict) -> int:
+    """Engine tics of `beats` beats sent in batches of p["batch"]: each batch a puke tic,
+    then its beats batch_period apart, the last one beat_tics long."""
+    k = max(1, p["batch"])
+    return sum(1 + (min(k, beats - b) - 1) * p["batch_period"] + p["beat_tics"]
+               for b in range(0, beats, k))
