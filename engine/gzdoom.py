@@ -155,6 +155,25 @@ def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
     return "; ".join(parts)
 
 
+def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str:
+    """One console line for one batch of pipelined beats (as MapRunner._batch sends it):
+    the queue scripts with each beat's inputs and the batch script (seq 1, n beats) in one
+    tic, then its predicted tics plus `margin`."""
+    pipe, groups = info["pipeline"], len(info["input_scripts"])
+    n = len(inputs)
+    if not 1 < n <= pipe["batch"]:
+        raise EngineError(f"a batch holds 2 to {pipe['batch']} beats, not {n}")
+    parts = [f"wait {info['init_tics'] + 2 + margin}"]
+    for j, x in enumerate(inputs):
+        for g in range(groups):
+            parts.append(" ".join(["puke", str(pipe["queue_base"] + j * groups + g),
+                                   *map(str, x[4 * g:4 * g + 4])]))
+    parts.append(f"puke {pipe['batch_script']} 1 {n}")
+    parts.append(f"wait {(n - 1) * pipe['batch_period'] + pipe['beat_tics'] + 1 + margin}")
+    parts.append("quit")
+    return "; ".join(parts)
+
+
 def freedoom2() -> str:
     import vizdoom
 

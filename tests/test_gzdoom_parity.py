@@ -179,3 +179,31 @@ def _report_stops(name, cm, tr_gz, tr_vz, n, window):
     print(f"{name}: blocked dolls rest {min(g):g}..{max(g):g} units short of contact in GZDoom, "
           f"{min(v):g}..{max(v):g} in ViZDoom; the same doll on the same tic differs by up to "
           f"{worst:g} units")
+
+
+@needs_gzdoom
+def test_gzdoom_runs_a_batch_of_overlapping_beats_as_the_reference(tmp_path):
+    """Script 5 in GZDoom: beats batch_period apart (a lane's next copy in the tic its doll
+    is parked, output reads first in the tic where the next beat resets them), every
+    output of every beat equal to the reference, and to ViZDoom running the same batch."""
+    from engine.runner import MapRunner
+
+    net, cm, xs, wad, _, _ = _setup(tmp_path, "hello")
+    info, pipe = cm.manifest, cm.manifest["pipeline"]
+    lag = max(pipe["lags"])
+    assert pipe["batch_period"] < pipe["beat_tics"] + 1 and pipe["batch"] > lag + 2
+    rng = np.random.default_rng(9)
+    xs = [[int(rng.integers(lo, hi + 1)) for lo, hi in net.input_ranges()]
+          for _ in range(pipe["batch"] - lag)]
+    entering = xs + [xs[-1]] * lag  # the drain, as MapRunner.infer_many sends it
+    n_out = len(pipe["lags"])
+    pm = gz.probe_map(cm.layout, n_out * len(entering))
+    probe = str(tmp_path / "probe_batch.wad")
+    gz.write_probe(probe, pm)
+    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe, gz.batch_timeline(info, entering)), pm)
+    users = tr.at(tr.ack_tic(1))["A"][2:]
+    got = [[users[(b + pipe["lags"][o]) * n_out + o] for o in range(n_out)]
+           for b in range(len(xs))]
+    assert got == evaluate(net, xs).last_outputs().tolist()
+    with MapRunner(wad, info) as r:
+        assert r.infer_many(xs) == got

@@ -343,3 +343,30 @@ def test_ray_twenty_mnist_digits_equal_the_local_run(tmp_path):
         ray.shutdown()
     assert remote == local == evaluate(net, X).last_outputs().tolist()
     assert tics > 0
+
+
+def test_the_batch_period_is_tight(tmp_path, monkeypatch):
+    """fit_batch_period's interval is the shortest that works: one tic shorter, the checks
+    refuse it, and the engine running it anyway gets answers wrong."""
+    from mapgen import checks
+    from mapgen import compile as mc
+
+    fit = checks.fit_batch_period
+
+    def one_short(layout, sched):
+        fit(layout, sched)
+        sched.pipeline.batch_period -= 1
+
+    net = load(os.path.join(ROOT, "circuits", "mlp3.dnet"))
+    monkeypatch.setattr(mc, "run_all", one_short)  # compile without the proof
+    cm = compile_netlist(net)
+    assert any("while its doll rides" in d.message
+               for d in check_pipeline(cm.layout, cm.schedule))
+    xs = inputs(net, 20, 4)
+    want = evaluate(net, xs).last_outputs().tolist()
+    path = str(tmp_path / "short.wad")
+    write_wad(path, [cm])
+    with MapRunner(path, cm.manifest) as r:
+        got = r.infer_many(xs)
+        assert r.infer_many(xs, batch=1) == want  # single beats keep the runner's period
+    assert sum(g != w for g, w in zip(got, want)) > len(xs) // 2
