@@ -145,9 +145,12 @@ def plan(layout: Layout) -> Schedule:
 # before resets (the light freed for the next inference), then releases and parks.
 ORDER = {"read": 0, "copy": 1, "reset": 2, "release": 3, "park": 4}
 # Door ceiling moves started in one tic cost the engine about quadratically in their number
-# (measured on the trained MNIST map: 1,920 door moves in one tic took 16 ms of engine CPU,
-# in two tics 8.7 ms, in four about 6 ms). The beat starts at most this many per tic, the
-# longest lanes first: the short lanes have slack in the beat to start later.
+# while door sectors played sound sequences (physics.SILENT_SEQUENCE; measured on the
+# trained MNIST map: 1,920 door moves in one tic 16 ms of engine CPU, spread over four
+# about 6 ms). With silent doors spreading is about neutral (MNIST: a beat of 14 tics
+# spread, 13 not; CPU per inference 3 to 5% lower spread, within the machine's noise); the
+# beat still starts at most this many per tic, the longest lanes first: the short lanes
+# have slack in the beat to start later.
 MAX_MOVES_PER_TIC = 480
 
 
