@@ -370,12 +370,14 @@ def fit_batch_period(layout: Layout, sched: Schedule) -> None:
         return
     copy = {e.what: e.tic for e in pipe.events if e.kind == "copy"}
     park = {e.what: e.tic for e in pipe.events if e.kind == "park"}
-    low = max([1] + [park[i] - copy.get(i, park[i]) for i in park])  # a lane's own cycle
-    for p in range(low, pipe.period):
-        if not _check_period(layout, sched, p):
-            pipe.batch_period = p
-            return
-    pipe.batch_period = pipe.period
+    low, high = max([1] + [park[i] - copy.get(i, park[i]) for i in park]), pipe.period
+    while low < high:  # the shortest safe interval in [low, period]: safety is monotone
+        mid = (low + high) // 2
+        if _check_period(layout, sched, mid):
+            low = mid + 1
+        else:
+            high = mid
+    pipe.batch_period = high
 
 
 def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
