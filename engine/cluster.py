@@ -131,11 +131,13 @@ class ShardWorker:
             f.write(wad_bytes)
         self.infos, self.io, self.pipeline = infos, io, pipeline
         self.engine = Engine(self.wad, "MAP01")
+        self.runners: dict = {}  # engine.tiled.run_chunk keeps its map's runner here
 
     def run(self, chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
         from engine.tiled import run_chunk
 
-        return run_chunk(self.engine, self.wad, self.infos, self.io, chunk, self.pipeline)
+        return run_chunk(self.engine, self.wad, self.infos, self.io, chunk, self.pipeline,
+                         self.runners)
 
     def close(self) -> None:
         import shutil

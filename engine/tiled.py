@@ -22,33 +22,55 @@ def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, lis
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     engine = Engine(wad, "MAP01")
-    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine, pipeline=pipeline)
+    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine, pipeline=pipeline,
+                   runners={})
     # Close the engine when the worker exits, or its process outlives us.
     Finalize(engine, engine.close, exitpriority=10)
 
 
 def _tile_worker_run(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
     w = _WORKER
-    return run_chunk(w["engine"], w["wad"], w["infos"], w["io"], chunk, w["pipeline"])
+    return run_chunk(w["engine"], w["wad"], w["infos"], w["io"], chunk, w["pipeline"],
+                     w["runners"])
 
 
 def run_chunk(engine: Engine, wad: str, infos: list[dict], io, chunk: list[tuple[int, dict]],
-              pipeline: bool = True) -> list[tuple[int, dict, int]]:
+              pipeline: bool = True, runners: dict | None = None
+              ) -> list[tuple[int, dict, int]]:
     """Samples through every tile in order, in one engine (pipelined when the maps allow).
     Returns each sample's values by name and the engine tics spent on it (a pipelined
-    run's tics shared out evenly). Also what engine/cluster.py's Ray actors run."""
+    run's tics shared out evenly). Also what engine/cluster.py's Ray actors run.
+    `runners`: the caller's runner of the map its engine is on, kept from chunk to chunk
+    ({} with an engine just started); without it each tile's map is loaded again."""
     tics = 0
     for k, info in enumerate(infos):
-        name = f"MAP{k + 1:02d}"
-        engine.change_map(name)
-        runner = MapRunner(wad, info, name, engine=engine)
+        runner = _runner_on(engine, wad, info, f"MAP{k + 1:02d}", runners)
         ins, outs = io[k]
+        before = runner.tics
         got = runner.infer_many([[values[n] for n in ins] for _, values in chunk], pipeline)
         for (_, values), g in zip(chunk, got):
             values.update(zip(outs, g))
-        tics += runner.tics
+        tics += runner.tics - before
     share = [tics // len(chunk) + (j < tics % len(chunk)) for j in range(len(chunk))]
     return [(idx, values, t) for (idx, values), t in zip(chunk, share)]
+
+
+def _runner_on(engine: Engine, wad: str, info: dict, name: str, runners: dict | None
+               ) -> MapRunner:
+    """A runner of map `name` in `engine`. Loading a map again costs as much as many
+    inferences (the trained MNIST map: 0.74 s), so a one-map WAD is loaded once per engine:
+    the runner that drove the map last is reused (every infer_many leaves the map as it
+    found it: dolls parked, lights reset by the next inference), and an engine just started
+    on the map needs no reload."""
+    if runners is not None and name in runners and engine.map_name == name:
+        return runners[name]
+    if runners is None or runners or engine.map_name != name:
+        engine.change_map(name)
+    runner = MapRunner(wad, info, name, engine=engine)
+    if runners is not None:
+        runners.clear()  # the other maps' runners went with their maps
+        runners[name] = runner
+    return runner
 
 
 def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,

@@ -84,3 +84,34 @@ def _batched_tics(beats: int, p: dict) -> int:
     k = max(1, p["batch"])
     return sum(1 + (min(k, beats - b) - 1) * p["batch_period"] + p["beat_tics"]
                for b in range(0, beats, k))
+
+
+@pytest.mark.parametrize("n, loads", [(1, []), (2, ["MAP02", "MAP01", "MAP02"])])
+def test_run_chunk_loads_a_map_only_when_it_must(tmp_path, n, loads):
+    """An engine keeps its map and runner between chunks (loading the trained MNIST map
+    again took 0.74 s per chunk): a one-map WAD is never reloaded, a two-map WAD only when
+    the next tile is on the other map; every output stays exact."""
+    from engine.doom import Engine
+    from engine.tiled import run_chunk
+    from mapgen.compile import write_wad
+    from mapgen.tiles import compile_tiles
+
+    net = load(os.path.join(ROOT, "circuits", "mlp3.dnet"))
+    tiles = plan_tiles(net, n_tiles=n)
+    maps = compile_tiles(tiles, "mlp3")
+    wad = str(tmp_path / "m.wad")
+    write_wad(wad, maps)
+    X = np.random.default_rng(3).integers(0, 4, size=(8, 4)).tolist()
+    names_in = [net.nodes[i].name for i in net.inputs]
+    names_out = [net.nodes[o].name for o in net.outputs]
+    io = [(t.inputs, t.outputs) for t in tiles]
+    got, runners = [], {}
+    with Engine(wad, "MAP01") as engine:
+        load_map, seen = engine.change_map, []
+        engine.change_map = lambda name: (seen.append(name), load_map(name))[1]
+        for part in (X[:4], X[4:]):
+            chunk = [(i, dict(zip(names_in, x))) for i, x in enumerate(part)]
+            done = run_chunk(engine, wad, [m.manifest for m in maps], io, chunk, True, runners)
+            got += [[values[name] for name in names_out] for _, values, _ in done]
+    assert seen == loads
+    assert got == evaluate(net, X).last_outputs().tolist()
