@@ -13,10 +13,12 @@ layout and schedule, so they judge the map that will actually be written:
 - schedule: at most one plane move per plane per tic; a phase gives its slowest doll
   enough tics, so no doll stands in a door when the next inference moves its ceiling;
 - budgets: map extent inside the coordinate range, doll, sector, line and tag counts;
-- the pipelined beat (`check_pipeline`), unrolled over several beats: one mover per door
-  plane at a time, never while its doll rides; each doll parked only after it could have
-  stopped, and back before its next release; every light reset, written, then read by
-  one inference at a time, with every writer's ride of that inference before each read.
+- the pipelined beat (`check_pipeline`), unrolled over several beats, both at a runner's
+  interval and at the batch script's overlapping one (`fit_batch_period` picks the
+  shortest that passes): one mover per door plane at a time, never while its doll rides;
+  each doll parked only after it could have stopped, and back before its next release;
+  every light reset, written, then read by one inference at a time, with every writer's
+  ride of that inference before each read.
 
 tests/test_checks.py builds each bad case on purpose and watches its check fire.
 """

@@ -26,7 +26,8 @@ earlier (ii, the initiation interval, is 1 for a layered network), so a new infe
 starts every beat instead of one per whole inference. The input scripts are started in the
 same tic as script 4 with the new inference's inputs; output k of the inference that
 entered at beat b is in USER k+1 after beat b + lag[k]. checks.check_pipeline proves the
-beat's timing from its explicit list of events.
+beat's timing from its explicit list of events. Script 5 (seq, n) runs n beats whose
+inputs the queue scripts stored, batch_period tics apart (overlapping; manifest).
 """
 from __future__ import annotations
 
@@ -510,7 +511,7 @@ def _entered(offset: int) -> str:
 
 def pipeline_source(b: Bus, layout: Layout, sched: Schedule) -> None:
     """Script 4, one beat: the pipeline's events in time order, with delays between tics.
-    Script 5 (seq, n) and its queue scripts, when the map has a batch: n beats back to back."""
+    Script 5 (seq, n) and its queue scripts, when the map has a batch: n overlapping beats."""
     pipe = sched.pipeline
     b.open_script(f"script {SCRIPT_PIPE} (int seq)")
     b.comment(f"One beat of the pipeline ({pipe.ii} slot(s)): every lane rides once, phase p\n"
