@@ -103,7 +103,7 @@ def rate(net, n: int, tmp: str, rounds: int) -> dict:
     return dict(name=net.name, dolls=len(cm.circuit.lanes), phases=len(cm.schedule.phases),
                 idle_us=1e6 * idle, trip_us=1e6 * trip, batch=cm.manifest["pipeline"]["batch"],
                 simple_cpu_ms=1000 * cpu["simple"] / (n * rounds),
-                simple_tics=cm.schedule.inference_tics + 1, beat_tics=pipe.batch_step,
+                simple_tics=cm.schedule.inference_tics + 1, batch_tics=pipe.batch_step,
                 one_beat_tics=pipe.period,
                 pipelined=n / best["pipelined"], simple=n / best["simple"],
                 one_beat=n / best["one beat"], exact=exact, n=n,
@@ -132,7 +132,7 @@ def split_cpu(m: dict, pipelined: bool) -> tuple[float, float, float, float]:
     the rest (the dolls' rides, door moves, bus statements: work that no arrangement in
     time removes, though spreading door moves over tics makes it cheaper)."""
     cpu = m["cpu_ms"] if pipelined else m["simple_cpu_ms"]
-    tics = m["beat_tics"] if pipelined else m["simple_tics"]
+    tics = m["batch_tics"] if pipelined else m["simple_tics"]
     idle = tics * m["idle_us"] / 1000
     trip = m["trip_us"] / 1000 / (m["batch"] if pipelined else 1)
     return cpu, idle, trip, cpu - idle - trip
@@ -221,7 +221,7 @@ def main() -> int:
         for net in (load(os.path.join(ROOT, "circuits", "hello.dnet")), four_layer_mlp(), net_m):
             m = rate(net, n, tmp, rounds)
             print(f"{m['name']:>12} {m['dolls']:>5} {m['batch']:>5} "
-                  f"{m['beat_tics']:>3} ({m['one_beat_tics']:>3}) vs {m['simple_tics']:>3} "
+                  f"{m['batch_tics']:>3} ({m['one_beat_tics']:>3}) vs {m['simple_tics']:>3} "
                   f"{m['pipelined']:>15.1f} "
                   f"{m['one_beat']:>10.1f} {m['simple']:>8.1f} "
                   f"{m['pipelined'] / m['simple']:>5.2f} {m['one_beat'] / m['simple']:>10.2f} "

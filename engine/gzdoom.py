@@ -28,6 +28,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from engine.doom import EngineError
+from engine.runner import batch_calls, input_calls
 
 PROBE_SCRIPT = 32000      # clear of every script number a compiled map uses
 PROBE_LUMP = "VNPROBE"
@@ -134,13 +135,13 @@ def parse_log(text: str, pm: ProbeMap) -> Trace:
 
 
 # -- driving -------------------------------------------------------------------------------
+def _puke(call: tuple) -> str:
+    return " ".join(["puke", *map(str, call)])
+
+
 def puke_commands(info: dict, x: list[int], seq: int, first: bool) -> list[str]:
     """The console commands of one inference (as engine.runner.MapRunner.infer sends)."""
-    cmds = [f"puke {info['begin_script']}"] if first and info.get("begin_script") else []
-    for k, script in enumerate(info["input_scripts"]):
-        cmds.append(" ".join(["puke", str(script), *map(str, x[4 * k:4 * k + 4])]))
-    cmds.append(f"puke {info['infer_script']} {seq}")
-    return cmds
+    return [_puke(c) for c in input_calls(info, x, first) + [(info["infer_script"], seq)]]
 
 
 def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
@@ -159,19 +160,13 @@ def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str
     """One console line for one batch of pipelined beats (as MapRunner._batch sends it):
     the queue scripts with each beat's inputs and the batch script (seq 1, n beats) in one
     tic, then its predicted tics plus `margin`."""
-    pipe, groups = info["pipeline"], len(info["input_scripts"])
-    n = len(inputs)
+    pipe, n = info["pipeline"], len(inputs)
     if not 1 < n <= pipe["batch"]:
         raise EngineError(f"a batch holds 2 to {pipe['batch']} beats, not {n}")
-    parts = [f"wait {info['init_tics'] + 2 + margin}"]
-    for j, x in enumerate(inputs):
-        for g in range(groups):
-            parts.append(" ".join(["puke", str(pipe["queue_base"] + j * groups + g),
-                                   *map(str, x[4 * g:4 * g + 4])]))
-    parts.append(f"puke {pipe['batch_script']} 1 {n}")
-    parts.append(f"wait {(n - 1) * pipe['batch_period'] + pipe['beat_tics'] + 1 + margin}")
-    parts.append("quit")
-    return "; ".join(parts)
+    calls, tics = batch_calls(info, inputs)
+    return "; ".join([f"wait {info['init_tics'] + 2 + margin}"]
+                     + [_puke(c) for c in calls + [(pipe["batch_script"], 1, n)]]
+                     + [f"wait {tics + 1 + margin}", "quit"])
 
 
 def freedoom2() -> str:

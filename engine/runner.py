@@ -23,6 +23,25 @@ class MismatchError(VoodooError):
     pass
 
 
+def input_calls(info: dict, x: list[int], first: bool = False) -> list[tuple]:
+    """The script calls that hand one inference's inputs to the map (four per input
+    script), after the membrane reset when `first` begins a sequence. Started in the tic
+    of the inference or beat script they feed (also how engine/gzdoom.py drives GZDoom)."""
+    begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
+    return begin + [(s, *x[4 * k:4 * k + 4]) for k, s in enumerate(info["input_scripts"])]
+
+
+def batch_calls(info: dict, entering: list[list[int]]) -> tuple[list[tuple], int]:
+    """A batch of beats: the queue scripts' calls that store each beat's inputs (started
+    in the batch script's tic), and the tics the batch runs after that tic (beat j starts
+    batch_period * j tics after beat 0, the last one takes beat_tics)."""
+    pipe, groups = info["pipeline"], len(info["input_scripts"])
+    calls = [(pipe["queue_base"] + j * groups + g, *x[4 * g:4 * g + 4])
+             for j, x in enumerate(entering) for g in range(groups)]
+    period = pipe.get("batch_period", pipe["beat_tics"] + 1)  # WADs built before overlap
+    return calls, (len(entering) - 1) * period + pipe["beat_tics"]
+
+
 class MapRunner:
     def __init__(self, wad: str, info: dict, map_name: str = "MAP01", engine: Engine | None = None):
         self.wad = wad
@@ -60,11 +79,8 @@ class MapRunner:
     def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> list[int]:
         """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
         require its acknowledgement; returns USER1..60 after it (one engine round trip)."""
-        info = self.info
-        begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-        return self._acknowledged(begin + [(s, *x[4 * k:4 * k + 4])
-                                           for k, s in enumerate(info["input_scripts"])],
-                                  script, (), tics, f"script {script}")
+        return self._acknowledged(input_calls(self.info, x, first), script, (), tics,
+                                  f"script {script}")
 
     def _acknowledged(self, calls: list[tuple], script: int, args: tuple, tics: int,
                       what: str) -> list[int]:
@@ -115,14 +131,10 @@ class MapRunner:
         script runs the beats overlapped, batch_period tics apart (single beats are
         beat_tics + 1 apart), and leaves beat j's outputs in USER n_out*j+1...; requires its
         acknowledgement."""
-        info, pipe = self.info, self.info["pipeline"]
-        groups = len(info["input_scripts"])
-        calls = [(pipe["queue_base"] + j * groups + g, *x[4 * g:4 * g + 4])
-                 for j, x in enumerate(entering) for g in range(groups)]
+        calls, tics = batch_calls(self.info, entering)
         n = len(entering)
-        # beat j starts batch_period * j tics after beat 0; the puke tic is _acknowledged's +1
-        tics = (n - 1) * pipe.get("batch_period", pipe["beat_tics"] + 1) + pipe["beat_tics"]
-        return self._acknowledged(calls, pipe["batch_script"], (n,), tics, f"a batch of {n} beats")
+        return self._acknowledged(calls, self.info["pipeline"]["batch_script"], (n,), tics,
+                                  f"a batch of {n} beats")
 
     def infer(self, x, first: bool = False) -> list[int]:
         """One inference (one time step); returns the output values in declared order.

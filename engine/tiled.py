@@ -62,15 +62,16 @@ def _runner_on(engine: Engine, wad: str, info: dict, name: str, runners: dict | 
     the runner that drove the map last is reused (every infer_many leaves the map as it
     found it: dolls parked, lights reset by the next inference), and an engine just started
     on the map needs no reload."""
-    if runners is not None and name in runners and engine.map_name == name:
-        return runners[name]
-    if runners is None or runners or engine.map_name != name:
+    if runners is None:
         engine.change_map(name)
-    runner = MapRunner(wad, info, name, engine=engine)
-    if runners is not None:
-        runners.clear()  # the other maps' runners went with their maps
-        runners[name] = runner
-    return runner
+        return MapRunner(wad, info, name, engine=engine)
+    if name in runners and engine.map_name == name:
+        return runners[name]
+    if runners or engine.map_name != name:  # the map was driven already, or is another one
+        engine.change_map(name)
+    runners.clear()  # the other maps' runners went with their maps
+    runners[name] = MapRunner(wad, info, name, engine=engine)
+    return runners[name]
 
 
 def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
