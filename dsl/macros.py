@@ -14,7 +14,7 @@ import re
 
 from .construct import Affine, Recipes, Refused, value_range
 from .diagnostics import Pos
-from .ir import Input, Prev, Product
+from .ir import PREV_SUFFIX, Identity, Input, Prev, Product
 
 # name: (how it is written, what it needs)
 MACROS = {
@@ -57,6 +57,19 @@ class _Emitter:
             self.b.add_bias(nid, value.const, self.pos)
         self.ranges[nid] = value_range(gate, Recipes(self).range(value), self.steps)
         return nid
+
+    def new_prev(self, src: int, init: int) -> int:
+        """prev of one node: a scalar's hidden prev vector (an element of a vector is copied
+        into a scalar identity first, so that no other element gets a prev node)."""
+        if not self.b.scalar[self.b.nodes[src].group]:
+            src = self.new_neuron(Identity(), Affine.of(src), "delay in")
+        group = self.b.nodes[src].group
+        (pid,) = self.b.resolve_vector(group + PREV_SUFFIX, None, None, self.pos)
+        if self.b.inits.get(src, (0, None))[0] != init:
+            self.b.set_init(src, init, self.pos)
+        lo, hi = self.ranges[src]
+        self.ranges[pid] = (min(lo, init), max(hi, init))
+        return pid
 
     def new_product(self, a: int, b: int, role: str) -> int:
         (nid,) = self.b.declare(self._name(role), None, Product(a, b), self.pos)
