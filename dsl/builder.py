@@ -348,6 +348,8 @@ class NetBuilder:
             from .macros import expand
 
             expand(self)
+        if self.done is not None and self.done[0] not in self._output_set:
+            self.add_output(self.done[0], self.done[1])  # a run's end is read like an output
         if not self.outputs and not self.diag:
             self.error(Pos(self.source, 1, 1), "the netlist has no output",
                        "add a line such as 'output y'")

@@ -316,8 +316,9 @@ class Bus:
         self.depth -= 1
         self._emit("}")
 
-    def write_input(self, door_tag: int, speed: int, arg: str, what: str) -> None:
-        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
+    def write_input(self, door_tag: int, speed: int, arg: str, what: str, when: str = "") -> None:
+        guard = f"if ({when}) " if when else ""
+        self._emit(f"{guard}Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
 
     def reset_light(self, tag: int, value: int, what: str) -> None:
         if value >= 0:
@@ -340,8 +341,11 @@ class Bus:
     def store(self, var: str, arg: str, what: str) -> None:
         self._emit(f"{var} = {arg};  // {what}")
 
-    def copy(self, door_tag: int, speed: int, light_tag: int, what: str) -> None:
-        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, "
+    def copy(self, door_tag: int, speed: int, light_tag: int, what: str, when: str = "") -> None:
+        """`when` "fed" / "!fed": only on a step whose fed-back inputs are (not) fed back, a
+        flag the runner gives the inference script (a count of steps, never a value)."""
+        guard = f"if ({when}) " if when else ""
+        self._emit(f"{guard}Ceiling_MoveToValue({door_tag}, {speed}, "
                    f"GetSectorLightLevel({light_tag}), 0);  // {what}")
 
     def read(self, var: str, light_tag: int, what: str) -> None:
@@ -444,22 +448,55 @@ def _input_scripts(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None
 
 def _begin_script(b: Bus, layout: Layout, names: dict) -> None:
     persistent = [l for l in layout.circuit.lights if l.persistent]
-    if not persistent:
+    starts = state_starts(layout)
+    if not persistent and not starts:
         return
     b.open_script(f"script {SCRIPT_BEGIN} (void)")
-    b.comment("A new sequence: spiking membranes back to their initial level (start this\n"
-              "script in the same tic as the first step's inference).")
+    b.comment("A new sequence: spiking membranes back to their initial level, and the lights\n"
+              "that prev lanes read to their init (the first step copies them to the doors);\n"
+              "start this script in the same tic as the first step's inference.")
     for light in persistent:
         b.reset_light(light.tag, light.reset, f"membrane of {names[light.node]}")
+    for tag, (init, node) in starts.items():
+        b.reset_light(tag, init, f"what prev({names[node]}) reads at the first step")
     b.close_script()
     b.blank()
 
 
+def state_starts(layout: Layout) -> dict[int, tuple[int, int]]:
+    """Light tag -> (init, node) for every light a prev lane's doors are copied from."""
+    net = layout.circuit.net
+    out = {}
+    for g in layout.lanes:
+        if g.lane.source[0] == "state":
+            gate = net.nodes[g.lane.node].gate
+            out[g.lane.source[1]] = (gate.init, gate.src)
+    return out
+
+
+def fed_inputs(layout: Layout) -> list:
+    """The lanes of fed-back inputs (a copy on fed steps, the input on the others)."""
+    return [g for g in layout.lanes if g.lane.feedback is not None]
+
+
 def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
-    """One inference on the simple schedule: reset, then phase by phase copy, release,
-    wait and park; then the outputs to USER globals and the ack."""
-    b.open_script(f"script {SCRIPT_INFER} (int seq)")
+    """One inference on the simple schedule: what crosses from the step before (prev lanes'
+    and fed-back inputs' copies, before any light is reset), reset, then phase by phase
+    copy, release, wait and park; then the outputs to USER globals and the ack."""
+    fed = fed_inputs(layout)
+    b.open_script(f"script {SCRIPT_INFER} (int seq{', int fed' if fed else ''})")
     b.delay(1, "the input scripts started with this one have stored their arguments")
+    carried = [(i, g) for i, g in enumerate(layout.lanes) if g.lane.source[0] == "state"]
+    if carried or fed:
+        b.comment("From the step before, while its lights still hold it: each prev lane's doors\n"
+                  "get its node's value, and on a fed step each fed-back input its node's.")
+    for i, g in carried:
+        b.copy(g.lane.door_tag, sched.speeds[i], g.lane.source[1],
+               f"prev {names[g.lane.node]}")
+    for g in fed:
+        i = layout.lanes.index(g)
+        b.copy(g.lane.door_tag, sched.speeds[i], g.lane.feedback,
+               f"input {names[g.lane.node]}, fed back", when="fed")
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in layout.circuit.lights:
         if not light.persistent:
@@ -485,11 +522,12 @@ def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
     for i in ph.lanes:
         g = layout.lanes[i]
         speed = sched.speeds[i]
-        if g.lane.source[0] == "none":
-            continue  # a clock lane has no doors
+        if g.lane.source[0] in ("none", "state"):
+            continue  # a clock lane has no doors; a prev lane's were copied at the start
         if g.lane.source[0] == "input":
             b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
-                          f"input {names[g.lane.node]}")
+                          f"input {names[g.lane.node]}",
+                          when="!fed" if g.lane.feedback is not None else "")
         else:
             b.copy(g.lane.door_tag, speed, g.lane.source[1],
                    f"neuron {names[g.lane.node]}{g.lane.label}")
@@ -653,7 +691,13 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "input_scripts": [SCRIPT_INPUT_BASE + k for k in range(len(sched.input_batches))],
         "infer_script": SCRIPT_INFER,
         "steps": c.net.steps,
-        "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights) else None,
+        "open": c.net.open,
+        "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights)
+        or state_starts(layout) else None,
+        # Fed-back inputs: the inference script takes (seq, fed); on a fed step they take
+        # their node's value of the step before, in the map.
+        "feedback": [names[x] for x in c.net.inputs if x in c.net.feedback],
+        "done": None if c.net.done is None else c.net.outputs.index(c.net.done),
         "inference_tics": sched.inference_tics,
         "init_tics": sched.init_tics,
         "ack_var": ACK_VAR, "read_ack_var": READ_ACK_VAR,
@@ -675,7 +719,7 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
 # else, in particular no operator applied to a neuron value.
 _INT = r"-?\d+"
 _BUS_FORMS = [
-    rf"Ceiling_MoveToValue\({_INT}, {_INT}, ((inputs|queue)\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
+    rf"(if \(!?fed\) )?Ceiling_MoveToValue\({_INT}, {_INT}, ((inputs|queue)\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
     rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
     rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
