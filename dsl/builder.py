@@ -78,6 +78,13 @@ class NetBuilder:
         self.scalar[group] = self.scalar[base]
         return True
 
+    def _unknown(self, group: str, pos: Pos) -> None:
+        base = group
+        while base.endswith(PREV_SUFFIX):  # prev(q) of an unknown q names q
+            base = base[:-len(PREV_SUFFIX)]
+        self.error(pos, f"unknown name '{base}'", self._suggest(base)
+                   or "declare it with 'input' or 'neuron' first")
+
     def _int(self, value: int, pos: Pos, what: str, limit: int = INT_LIMIT) -> int:
         if abs(value) > limit:
             self.error(pos, f"{what} {_short(value)} is out of range",
@@ -185,8 +192,7 @@ class NetBuilder:
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
         """One node from `name` or `name[i]`."""
         if not self._known(group):
-            self.error(pos, f"unknown name '{group}'", self._suggest(group)
-                       or "declare it with 'input' or 'neuron' first")
+            self._unknown(group, pos)
             return None
         ids = self.groups[group]
         if index is None:
@@ -208,8 +214,7 @@ class NetBuilder:
                        single: bool = False) -> list[int] | None:
         """Several nodes from `name`, `name[i]` (single=True) or `name[a:b]`."""
         if not self._known(group):
-            self.error(pos, f"unknown name '{group}'", self._suggest(group)
-                       or "declare it with 'input' or 'neuron' first")
+            self._unknown(group, pos)
             return None
         ids = self.groups[group]
         if single:

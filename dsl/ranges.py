@@ -186,6 +186,7 @@ def recurrent_ranges(net: Netlist, prevs: list[Node], gates: list) -> dict[int, 
         if grown == assumed:
             return assumed
         assumed = grown
+    _interval_pass(net, gates, assumed)
     assumed = _widen(net, prevs, gates, assumed, _next(net, prevs, assumed))
     for _ in range(DESCENT_PASSES):
         _interval_pass(net, gates, assumed)

@@ -67,6 +67,21 @@ class Phase:
     run_tics: int              # tics given to the dolls to finish
 
 
+@dataclass(frozen=True)
+class Carry:
+    """A value crossing from one step to the next in the map: at (tic, order) of the
+    inference script the doors of `lane` get the level of `light` (a prev lane's node, or
+    a fed-back input's node, then only on fed steps: when == "fed")."""
+    tic: int
+    order: int
+    lane: int
+    light: int
+    when: str = ""
+
+
+RESET_TIC, RESET_ORDER = 1, 1   # every light is reset in tic 1, after the carries (order 0)
+
+
 @dataclass
 class Schedule:
     phases: list[Phase]
@@ -78,6 +93,7 @@ class Schedule:
     speeds: dict[int, int] = field(default_factory=dict)  # lane index -> door mover speed
     writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
     pipeline: "Pipeline | None" = None     # the overlapped schedule, when the net allows one
+    carries: list[Carry] = field(default_factory=list)  # what crosses from the step before
 
 
 def door_speed(g) -> tuple[int, int]:
@@ -132,9 +148,15 @@ def plan(layout: Layout) -> Schedule:
         for i in ph.lanes:
             writes.append((tic, layout.lanes[i].lane.door_tag))
         tic += ph.copy_tics + ph.run_tics
+    # Before the reset, while the lights still hold the step before: prev lanes and (on fed
+    # steps) fed-back inputs get their node's level.
+    carries = [Carry(RESET_TIC, 0, i, g.lane.source[1]) for i, g in enumerate(layout.lanes)
+               if g.lane.source[0] == "state"]
+    carries += [Carry(RESET_TIC, 0, i, g.lane.feedback, "fed")
+                for i, g in enumerate(layout.lanes) if g.lane.feedback is not None]
     sched = Schedule(phases, input_batches, read_batches,
                      outputs if len(outputs) <= READ_SLOTS else [], init, tic,
-                     speeds=speeds, writes=writes)
+                     speeds=speeds, writes=writes, carries=carries)
     sched.pipeline = plan_pipeline(layout, sched)
     return sched
 
@@ -486,17 +508,13 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     fed = fed_inputs(layout)
     b.open_script(f"script {SCRIPT_INFER} (int seq{', int fed' if fed else ''})")
     b.delay(1, "the input scripts started with this one have stored their arguments")
-    carried = [(i, g) for i, g in enumerate(layout.lanes) if g.lane.source[0] == "state"]
-    if carried or fed:
+    if sched.carries:
         b.comment("From the step before, while its lights still hold it: each prev lane's doors\n"
                   "get its node's value, and on a fed step each fed-back input its node's.")
-    for i, g in carried:
-        b.copy(g.lane.door_tag, sched.speeds[i], g.lane.source[1],
-               f"prev {names[g.lane.node]}")
-    for g in fed:
-        i = layout.lanes.index(g)
-        b.copy(g.lane.door_tag, sched.speeds[i], g.lane.feedback,
-               f"input {names[g.lane.node]}, fed back", when="fed")
+    for c in sched.carries:
+        g = layout.lanes[c.lane]
+        what = f"input {names[g.lane.node]}, fed back" if c.when else f"{names[g.lane.node]}"
+        b.copy(g.lane.door_tag, sched.speeds[c.lane], c.light, what, when=c.when)
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in layout.circuit.lights:
         if not light.persistent:
