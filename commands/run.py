@@ -215,6 +215,11 @@ def _compared(net, rows, got):
 def _run_tiled(loaded, rows, pipeline=True, ray=None, workers=2):
     from engine.cluster import check_workers, run_engines
 
+    if loaded.net.multi_step:  # one run, step by step through every map
+        from engine.tiled import run_sequence
+
+        return run_sequence(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows)
+
     got, _ = run_engines(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
                          workers=min(check_workers(workers), len(rows)), ray=ray,
                          pipeline=pipeline, chunk=max(1, len(rows) // 4))

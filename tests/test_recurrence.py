@@ -299,3 +299,28 @@ def test_eval_prints_every_step_and_where_the_run_ends(capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert sum(x.startswith("step ") for x in lines) == 10 and lines[-1] == "done: d = 1 at step 9"
+
+
+def test_onnx_and_torch_exports_unroll_recurrence_and_feedback():
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    from models.export_onnx import onnx_bytes
+    from models.export_torch import torch_source
+
+    for seed in range(6):
+        net = recurrent(seed, feedback=seed % 2 == 0, done=seed % 3 == 0)
+        seq = random_sequence(net, 15, seed)
+        ref = evaluate(net, [seq]).outputs[0].astype(np.int64)
+        fed = np.array([[int(any(v is None for v in r)) for r in seq]], dtype=np.int64)
+        x = np.array([[[0 if v is None else v for v in r] for r in seq]], dtype=np.int64)
+        feeds = {"x": x, **({"fed": fed} if net.feedback else {})}
+        got = ort.InferenceSession(onnx_bytes(net, 15)).run(None, feeds)[0]
+        assert (got[0] == ref).all(), seed
+        ns = {}
+        exec(torch_source(net, 15), ns)
+        out = ns["Net"]()(torch.tensor(x), torch.tensor(fed) if net.feedback else None)
+        assert (out.numpy()[0] == ref).all(), seed
+    with pytest.raises(VoodooError, match="give the steps to unroll"):
+        onnx_bytes(recurrent(0))

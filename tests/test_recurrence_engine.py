@@ -85,3 +85,44 @@ def test_delay_chain_runs_in_the_map(tmp_path):
     got = run_sequence(tmp_path, net, seq)
     assert all(c.exact for c in got)
     assert [c.engine for c in got][3:5] == [[1, 0], [5, 3]]
+
+
+def _tiled(tmp_path, net, n, name):
+    from mapgen.compile import load_wad
+    from mapgen.tiles import compile_tiles, plan_tiles
+
+    tiles = plan_tiles(net, n_tiles=n)
+    path = os.path.join(str(tmp_path), name)
+    write_wad(path, compile_tiles(tiles, net.name), net, tiles)
+    return tiles, load_wad(path)
+
+
+def test_recurrent_nets_over_tiles_keep_their_state_in_each_map(tmp_path):
+    """Over 2 and 3 maps: prev nodes kept in the map of their node, the previous values
+    other maps need carried by name, a fed-back input crossing maps; every output and
+    every value crossing maps exact at every step."""
+    from engine.tiled import run_sequence
+
+    for seed, n in ((2, 2), (4, 3)):
+        net = recurrent(seed, n_hidden=4, feedback=True)
+        tiles, lw = _tiled(tmp_path, net, n, f"t{seed}.wad")
+        assert len(lw.infos) == n
+        assert any(t.net.nodes[i].is_prev for t in tiles for i in range(len(t.net.nodes)))
+        # Split within the cell (3 maps), prev values cross maps too.
+        assert any(name.endswith(".prev") for t in tiles for name in t.inputs) == (n == 3)
+        got = run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 50, seed))
+        assert len(got) == 50 and all(c.exact for c in got), (seed, n)
+
+
+def test_spiking_and_done_over_tiles(tmp_path):
+    from dsl.random_net import spiking_text
+    from engine.tiled import run_sequence
+
+    net = parse(spiking_text(3, n_in=2, n_out=3, steps=12))
+    _, lw = _tiled(tmp_path, net, 2, "spk.wad")
+    got = run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 12, 1))
+    assert len(got) == 12 and all(c.exact for c in got)
+    counter = load(os.path.join(ROOT, "circuits", "counter.dnet"))
+    _, lw = _tiled(tmp_path, counter, 2, "counter.wad")
+    got = run_sequence(lw.path, lw.infos, lw.tiles, counter, plan_steps(counter, [], 40))
+    assert len(got) == 10 and got[-1].engine == [10, 1] and all(c.exact for c in got)
