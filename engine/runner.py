@@ -76,11 +76,10 @@ class MapRunner:
                 raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
         return x
 
-    def _step(self, x: list[int], script: int, tics: int, first: bool = False,
-              args: tuple = ()) -> list[int]:
-        """Start `script` (seq, *args) with the input scripts in one tic, run its predicted
-        tics and require its acknowledgement; returns USER1..60 after it (one round trip)."""
-        return self._acknowledged(input_calls(self.info, x, first), script, args, tics,
+    def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> list[int]:
+        """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
+        require its acknowledgement; returns USER1..60 after it (one engine round trip)."""
+        return self._acknowledged(input_calls(self.info, x, first), script, (), tics,
                                   f"script {script}")
 
     def _acknowledged(self, calls: list[tuple], script: int, args: tuple, tics: int,
@@ -150,8 +149,8 @@ class MapRunner:
             x = [lo if name in fb else v for name, v, (lo, _)
                  in zip(info["inputs"], x, info["input_ranges"])]
         x = self._checked(x)
-        vals = self._step(x, info["infer_script"], info["inference_tics"], first,
-                          (int(fed),) if fb else ())
+        vals = self._step(x, info["fed_script"] if fed else info["infer_script"],
+                          info["inference_tics"], first)
         if info["outputs"]:
             return vals[:len(info["outputs"])]
         everything = self.read_all()

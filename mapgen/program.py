@@ -42,6 +42,7 @@ SCRIPT_INFER = 2
 SCRIPT_BEGIN = 3
 SCRIPT_PIPE = 4
 SCRIPT_BATCH = 5
+SCRIPT_FED = 6   # a step whose fed-back inputs take their nodes' values (script 2's twin)
 SCRIPT_QUEUE_ALIGN = 1000  # queue scripts start at the next thousand clear of the others
 MAX_BATCH = 16           # beats per batch script
 MAX_BATCH_STATEMENTS = 20_000  # the unrolled batch script stays a modest part of the map
@@ -70,8 +71,8 @@ class Phase:
 @dataclass(frozen=True)
 class Carry:
     """A value crossing from one step to the next in the map: at (tic, order) of the
-    inference script the doors of `lane` get the level of `light` (a prev lane's node, or
-    a fed-back input's node, then only on fed steps: when == "fed")."""
+    inference script the doors of `lane` get the level of `light` (a prev lane's node; or
+    a fed-back input's node, when == "fed": only in script 6, the fed step)."""
     tic: int
     order: int
     lane: int
@@ -338,9 +339,8 @@ class Bus:
         self.depth -= 1
         self._emit("}")
 
-    def write_input(self, door_tag: int, speed: int, arg: str, what: str, when: str = "") -> None:
-        guard = f"if ({when}) " if when else ""
-        self._emit(f"{guard}Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
+    def write_input(self, door_tag: int, speed: int, arg: str, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
 
     def reset_light(self, tag: int, value: int, what: str) -> None:
         if value >= 0:
@@ -363,11 +363,8 @@ class Bus:
     def store(self, var: str, arg: str, what: str) -> None:
         self._emit(f"{var} = {arg};  // {what}")
 
-    def copy(self, door_tag: int, speed: int, light_tag: int, what: str, when: str = "") -> None:
-        """`when` "fed" / "!fed": only on a step whose fed-back inputs are (not) fed back, a
-        flag the runner gives the inference script (a count of steps, never a value)."""
-        guard = f"if ({when}) " if when else ""
-        self._emit(f"{guard}Ceiling_MoveToValue({door_tag}, {speed}, "
+    def copy(self, door_tag: int, speed: int, light_tag: int, what: str) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, "
                    f"GetSectorLightLevel({light_tag}), 0);  // {what}")
 
     def read(self, var: str, light_tag: int, what: str) -> None:
@@ -404,6 +401,8 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     _input_scripts(b, layout, sched, names)
     _begin_script(b, layout, names)
     _infer_script(b, layout, sched, names)
+    if fed_inputs(layout):
+        _infer_script(b, layout, sched, names, fed=True)
     if sched.pipeline:
         pipeline_source(b, layout, sched)
         b.blank()
@@ -501,27 +500,29 @@ def fed_inputs(layout: Layout) -> list:
     return [g for g in layout.lanes if g.lane.feedback is not None]
 
 
-def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
+def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict,
+                  fed: bool = False) -> None:
     """One inference on the simple schedule: what crosses from the step before (prev lanes'
-    and fed-back inputs' copies, before any light is reset), reset, then phase by phase
-    copy, release, wait and park; then the outputs to USER globals and the ack."""
-    fed = fed_inputs(layout)
-    b.open_script(f"script {SCRIPT_INFER} (int seq{', int fed' if fed else ''})")
+    copies, and in script 6, the fed step, fed-back inputs' copies; before any light is
+    reset), reset, then phase by phase copy, release, wait and park; then the outputs to
+    USER globals and the ack. Straight-line code, like every bus script."""
+    b.open_script(f"script {SCRIPT_FED if fed else SCRIPT_INFER} (int seq)")
     b.delay(1, "the input scripts started with this one have stored their arguments")
-    if sched.carries:
+    carries = [c for c in sched.carries if fed or not c.when]
+    if carries:
         b.comment("From the step before, while its lights still hold it: each prev lane's doors\n"
-                  "get its node's value, and on a fed step each fed-back input its node's.")
-    for c in sched.carries:
+                  "get its node's value" + (", each fed-back input its node's." if fed else "."))
+    for c in carries:
         g = layout.lanes[c.lane]
         what = f"input {names[g.lane.node]}, fed back" if c.when else f"{names[g.lane.node]}"
-        b.copy(g.lane.door_tag, sched.speeds[c.lane], c.light, what, when=c.when)
+        b.copy(g.lane.door_tag, sched.speeds[c.lane], c.light, what)
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in layout.circuit.lights:
         if not light.persistent:
             b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        _phase(b, layout, sched, ph, names)
+        _phase(b, layout, sched, ph, names, fed)
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")
@@ -532,7 +533,7 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     b.blank()
 
 
-def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
+def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict, fed: bool = False) -> None:
     # Every doll waits on its pad, away from its doors: a doll inside a door sector
     # would stop that door's ceiling from moving.
     b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
@@ -540,12 +541,11 @@ def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
     for i in ph.lanes:
         g = layout.lanes[i]
         speed = sched.speeds[i]
-        if g.lane.source[0] in ("none", "state"):
-            continue  # a clock lane has no doors; a prev lane's were copied at the start
+        if g.lane.source[0] in ("none", "state") or fed and g.lane.feedback is not None:
+            continue  # a clock lane has no doors; prev and fed lanes' were copied at the start
         if g.lane.source[0] == "input":
             b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
-                          f"input {names[g.lane.node]}",
-                          when="!fed" if g.lane.feedback is not None else "")
+                          f"input {names[g.lane.node]}")
         else:
             b.copy(g.lane.door_tag, speed, g.lane.source[1],
                    f"neuron {names[g.lane.node]}{g.lane.label}")
@@ -712,9 +712,10 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "open": c.net.open,
         "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights)
         or state_starts(layout) else None,
-        # Fed-back inputs: the inference script takes (seq, fed); on a fed step they take
-        # their node's value of the step before, in the map.
+        # Fed-back inputs: on a fed step (script 6 instead of 2) they take their node's value
+        # of the step before, in the map.
         "feedback": [names[x] for x in c.net.inputs if x in c.net.feedback],
+        "fed_script": SCRIPT_FED if fed_inputs(layout) else None,
         "done": None if c.net.done is None else c.net.outputs.index(c.net.done),
         "inference_tics": sched.inference_tics,
         "init_tics": sched.init_tics,
@@ -737,7 +738,7 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
 # else, in particular no operator applied to a neuron value.
 _INT = r"-?\d+"
 _BUS_FORMS = [
-    rf"(if \(!?fed\) )?Ceiling_MoveToValue\({_INT}, {_INT}, ((inputs|queue)\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
+    rf"Ceiling_MoveToValue\({_INT}, {_INT}, ((inputs|queue)\[\d+\]|GetSectorLightLevel\({_INT}\)), 0\);",
     rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
     rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",

@@ -126,3 +126,26 @@ def test_spiking_and_done_over_tiles(tmp_path):
     _, lw = _tiled(tmp_path, counter, 2, "counter.wad")
     got = run_sequence(lw.path, lw.infos, lw.tiles, counter, plan_steps(counter, [], 40))
     assert len(got) == 10 and got[-1].engine == [10, 1] and all(c.exact for c in got)
+
+
+def test_extract_and_verify_read_recurrent_machines_back(tmp_path, capsys):
+    """prev lanes (copied before the resets), inits (script 3), fed-back inputs (script 6)
+    and done come back out of the map; compiled again, the same machine; verify runs it."""
+    import build
+
+    src = str(tmp_path / "fb.dnet")
+    with open(src, "w") as f:
+        f.write("input n : 0..9\nfeedback n = c\ninput k : 0..2\n"
+                "neuron c : relu(s=1, max=9) = n + k + prev(c) - 1\ninit c = 2\n"
+                "neuron d : step(t=9) = c\ndone d\noutput c\n")
+    for path in (os.path.join(ROOT, "circuits", "elman.dnet"), src):
+        wad, back = str(tmp_path / "m.wad"), str(tmp_path / "back.dnet")
+        assert build.main(["compile", path, "-o", wad]) == 0
+        assert build.main(["extract", wad, "-o", back]) == 0
+        assert capsys.readouterr().out.rstrip().endswith("builds the same machine")
+        text = open(back).read()
+        assert "steps open" in text and "prev(" in text
+        if path == src:
+            assert "feedback n = c" in text and "done d" in text and "init c = 2" in text
+        assert build.main(["verify", wad, "--runs", "12"]) == 0
+        assert capsys.readouterr().out.rstrip().endswith("engine exact")
