@@ -164,17 +164,23 @@ def expand(b) -> None:
     _lower_all(b, resolved, order, assumed)
 
 
-def _in_loops(b, order: list[int]) -> set[int]:
-    """Nodes on a recurrence: they depend on a prev node within their step and a prev
-    node reads them (or what they feed) at the next step."""
-    tainted, feeds = set(), {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)}
+def _tainted(b, order: list[int]) -> set[int]:
+    """The nodes that depend, within their step, on a prev node (prev nodes included)."""
+    tainted: set[int] = set()
     for nid in order:
         if isinstance(b.nodes[nid].gate, Prev) or any(s in tainted for s in b._sources(nid)):
             tainted.add(nid)
+    return tainted
+
+
+def _in_loops(b, order: list[int]) -> set[int]:
+    """Nodes on a recurrence: they depend on a prev node within their step and a prev
+    node reads them (or what they feed) at the next step."""
+    feeds = {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)}
     for nid in reversed(order):
         if nid in feeds:
             feeds.update(b._sources(nid))
-    return tainted & feeds
+    return _tainted(b, order) & feeds
 
 
 def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
@@ -228,13 +234,7 @@ def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, 
 
 def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
     """Does any operation depend, within its step, on a prev node?"""
-    tainted = set()
-    for nid in order:
-        node = b.nodes[nid]
-        if isinstance(node.gate, Prev):
-            tainted.add(nid)
-        elif any(s in tainted for s in b._sources(nid)):
-            tainted.add(nid)
+    tainted = _tainted(b, order)
     return any(nid in tainted for nid in resolved)
 
 
