@@ -263,8 +263,11 @@ class _Reader:
             self.b.declare_input(v["name"], size, lo, hi, gpos)
         elif kind == "product":
             self.product(v["name"], g, size, path, gpos)
-        elif kind == "prev":
-            self.prevs.append((v, path))
+        elif kind == "prev":  # in place when what it reads is declared (a dump's order)
+            if isinstance(g.get("of"), str) and g["of"] in self.b.groups:
+                self.prev_vector(v, path)
+            else:
+                self.prevs.append((v, path))
         else:
             args = self.gate_args(g, kind, path, gpos)
             if args is None:
@@ -331,31 +334,35 @@ class _Reader:
         """A prev vector is the builder's hidden vector of prev(OF): it must be named
         OF.prev and have OF's size; its init sets what prev(OF) reads at the first step."""
         for v, path in self.prevs:
-            g, size = v["gate"], v.get("size")
-            of = g.get("of")
-            if not isinstance(of, str) or v["name"] != f"{of}{PREV_SUFFIX}":
-                self.bad(path + ".gate.of", f"prev vector {v['name']!r} must read the vector "
-                                            "its name ends in .prev of",
-                         f'{{"name": "h.prev", "gate": {{"kind": "prev", "of": "h"}}}}')
-                continue
-            ids = self.b.resolve_vector(of, None, None, self.at(path + ".gate.of"))
-            if ids is None:
-                continue
-            if (size is None) != self.b.scalar[of] or (size is not None and size != len(ids)):
-                self.bad(path + ".size", f"prev vector {v['name']!r} has size {size}, but "
-                                         f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
-                         "give it the size of the vector it reads")
-                continue
-            self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
-            init = g.get("init", 0)
-            inits = init if isinstance(init, list) else [init] * len(ids)
-            if len(inits) != len(ids) or not all(_is_int(i) for i in inits):
-                self.bad(path + ".gate.init", "init is an integer, or a list of one per "
-                                              "element", '"init": [0, 1]')
-                continue
-            for src, value in zip(ids, inits):
-                if value:
-                    self.b.set_init(src, value, self.at(path + ".gate.init"))
+            self.prev_vector(v, path)
+
+    def prev_vector(self, v: dict, path: str) -> None:
+        """One prev vector: the builder makes it on first use; here its init is set."""
+        g, size = v["gate"], v.get("size")
+        of = g.get("of")
+        if not isinstance(of, str) or v["name"] != f"{of}{PREV_SUFFIX}":
+            self.bad(path + ".gate.of", f"prev vector {v['name']!r} must read the vector "
+                                        "its name ends in .prev of",
+                     f'{{"name": "h.prev", "gate": {{"kind": "prev", "of": "h"}}}}')
+            return
+        ids = self.b.resolve_vector(of, None, None, self.at(path + ".gate.of"))
+        if ids is None:
+            return
+        if (size is None) != self.b.scalar[of] or (size is not None and size != len(ids)):
+            self.bad(path + ".size", f"prev vector {v['name']!r} has size {size}, but "
+                                     f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
+                     "give it the size of the vector it reads")
+            return
+        self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
+        init = g.get("init", 0)
+        inits = init if isinstance(init, list) else [init] * len(ids)
+        if len(inits) != len(ids) or not all(_is_int(i) for i in inits):
+            self.bad(path + ".gate.init", "init is an integer, or a list of one per "
+                                          "element", '"init": [0, 1]')
+            return
+        for src, value in zip(ids, inits):
+            if value:
+                self.b.set_init(src, value, self.at(path + ".gate.init"))
 
     def recurrence(self, doc: dict) -> None:
         fb = doc.get("feedback", {})

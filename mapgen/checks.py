@@ -234,17 +234,6 @@ def check_carries(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _no_tiling_hint(layout: Layout, out: list[Diagnostic]) -> list[Diagnostic]:
-    """Tiling carries values between maps, not membranes: a multi-step netlist (steps > 1)
-    cannot be split, so its budget hints do not suggest it (tiles.py refuses it)."""
-    if layout.circuit.net.steps == 1:
-        return out
-    hint = ("a spiking netlist (steps > 1) runs in one map: tiling cannot carry membranes "
-            "between maps; use fewer or narrower neurons")
-    return [Diagnostic(d.pos, d.message, hint if "tiles" in d.hint else d.hint, d.severity)
-            for d in out]
-
-
 def check_budgets(layout: Layout) -> list[Diagnostic]:
     out = []
     m = layout.model
@@ -277,7 +266,7 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))
-    return _no_tiling_hint(layout, out)
+    return out
 
 
 BEAT_ORDER = 1000  # orders of one beat's events lie below this (program.ORDER, slots of 10)

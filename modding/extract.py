@@ -458,7 +458,7 @@ def _groups(nodes: list[XNode]) -> dict[str, tuple]:
 class Extracted:
     text: str                  # the .dnet
     machine: Machine           # what the map builds
-    names: dict[str, str]      # map name -> name in the .dnet
+    names: dict[str, str]      # map name -> name in the .dnet's netlist (prev(h): h.prev)
     vectors: bool              # written with vectors (False: every node a scalar)
     same_machine: bool = True  # compiled again it builds this very machine (else: the same
                                # gates over tighter ranges, so fewer doors)
@@ -497,10 +497,10 @@ def machine_netlist(m: Machine, name: str, where: str) -> Extracted:
         text, ref = to_dnet(nodes, outs, name, m.steps, where, vectors, plain, m.open, done)
         diff = rebuild_difference(text, ref, m, where)
         if diff is None:
-            return Extracted(text, m, ref, vectors)
+            return Extracted(text, m, _net_names(ref), vectors)
         if not any(n.kind in ("spike", "prev") for n in nodes) and \
                 gate_difference(text, ref, nodes, where) is None:
-            return Extracted(text, m, ref, vectors, same_machine=False)
+            return Extracted(text, m, _net_names(ref), vectors, same_machine=False)
         last = diff
     raise ExtractError(f"{where}: the extracted netlist does not rebuild the map's machine: "
                        f"{last}\n    hint: this map's machine has no netlist form (report it)")
@@ -517,7 +517,7 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         net = parse(text, f"{where}.dnet")
     except VoodooError as e:
         return f"it is not a valid netlist: {str(e).splitlines()[0]}"
-    ref = {k: net_name(v) for k, v in ref.items()}
+    ref = _net_names(ref)
     back = {v: k for k, v in ref.items()}
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
@@ -534,6 +534,10 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         if again.same_as(m):
             return None
     return first_difference(m, again)
+
+
+def _net_names(ref: dict[str, str]) -> dict[str, str]:
+    return {k: net_name(v) for k, v in ref.items()}
 
 
 def net_name(ref: str) -> str:
