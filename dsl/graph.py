@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from .construct import Affine, Recipes, Refused, lift, value_range
 from .diagnostics import VoodooError
-from .ir import INT_LIMIT, Identity, Input, Lut, Product, Relu, Spike, Step
+from .ir import INT_LIMIT, MAX_STEPS, PREV_SUFFIX, Identity, Input, Lut, Prev, Product, Relu, \
+    Spike, Step
 
 Value = Affine
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -46,10 +47,19 @@ class _Node:
 class Graph:
     """A program under construction. Every operation returns an `Affine` value."""
 
-    def __init__(self, name: str = "graph", steps: int = 1):
+    def __init__(self, name: str = "graph", steps: int | str = 1):
         self._check_name(name, "network")
         self.network = name
-        self.steps = steps
+        if steps != "open" and not (isinstance(steps, int) and 1 <= steps <= MAX_STEPS):
+            raise GraphError(f"graph '{name}': steps {steps!r}\n    hint: give 1..{MAX_STEPS} "
+                             "or 'open'")
+        self.open = steps == "open"
+        self.steps = MAX_STEPS if self.open else steps
+        # Recurrence: prev node -> what it reads (a node id, or the name of a state whose
+        # value is named later); fed-back inputs; the done node.
+        self._prev_of: dict[int, int | str] = {}
+        self._feedback: list[tuple[int, int]] = []
+        self._done: int | None = None
         self.nodes: list[_Node] = []
         self.groups: dict[str, list[int]] = {}
         self.outputs: list[int] = []
@@ -69,6 +79,19 @@ class Graph:
         corners = [x * y for x in ra for y in rb]
         return self._add(self._fresh(role), None, Product(a, b), Affine(),
                          (min(corners), max(corners)))
+
+    def new_prev(self, key: int, init: int) -> int:
+        """A node holding node `key`'s value of the previous step (`init` at the first)."""
+        lo, hi = self.nodes[key].range
+        if self.nodes[key].index is not None:  # one element: copy it out of its vector
+            key = self.new_neuron(Identity(), Affine.of(key), "delay in")
+        for p, src in self._prev_of.items():
+            if src == key:
+                return p
+        nid = self._add(self._fresh("prev"), None, Prev(key, init), Affine(),
+                        (min(lo, init), max(hi, init)))
+        self._prev_of[nid] = key
+        return nid
 
     def _fresh(self, role: str) -> str:
         self._auto += 1
@@ -110,9 +133,66 @@ class Graph:
         return [Affine.of(self._add(name, i, Input(lo, hi), Affine(), (lo, hi), group=name,
                                     generated=False)) for i in range(n)]
 
+    def state(self, name: str, lo: int, hi: int, init: int = 0) -> Affine:
+        """prev(name): the value that `g.name(value, name)` gives at the previous step
+        (`init` at the first). lo..hi bounds it at every step: operations on it are built
+        for that range, and build() checks the proven range lies within it."""
+        return self.states(name, None, lo, hi, init)
+
+    def states(self, name: str, n: int | None, lo: int, hi: int, init=0):
+        """A vector of n states (see state); init is one value or one per element."""
+        self._check_name(name, "state")
+        inits = list(init) if isinstance(init, (list, tuple)) else [init] * (n or 1)
+        if lo > hi or len(inits) != (n or 1) or not all(lo <= v <= hi for v in inits):
+            raise GraphError(f"state '{name}': range {lo}..{hi} with init {init}\n    hint: "
+                             "give lo <= init <= hi, one init per element")
+        out = []
+        for i in range(n or 1):
+            nid = self._add(f"{name}{PREV_SUFFIX}", None if n is None else i, Prev(-1, inits[i]),
+                            Affine(), (lo, hi), group=f"{name}{PREV_SUFFIX}", generated=False)
+            self._prev_of[nid] = name if n is None else f"{name}[{i}]"
+            out.append(Affine.of(nid))
+        return out[0] if n is None else out
+
+    def _saturate(self, value, name: str):
+        """The value of state `name` (or of its elements), clamped to the state's range
+        where the proven range is wider."""
+        bounds = {src: self.nodes[p].range for p, src in self._prev_of.items()
+                  if isinstance(src, str) and src.split("[")[0] == name}
+        if not bounds:
+            return value
+        vals = value if isinstance(value, (list, tuple)) else [value]
+        out = []
+        for i, v in enumerate(vals):
+            lo, hi = bounds.get(name if not isinstance(value, (list, tuple)) else f"{name}[{i}]",
+                                (None, None))
+            r = self.ops.range(lift(v))
+            out.append(v if lo is None or lo <= r[0] <= r[1] <= hi else self.clamp(v, lo, hi))
+        return out if isinstance(value, (list, tuple)) else out[0]
+
+    def feedback(self, inputs, values) -> None:
+        """Input(s) that take these values of the previous step whenever a run gives none."""
+        xs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        ys = values if isinstance(values, (list, tuple)) else [values]
+        for x, y in zip(xs, ys, strict=True):
+            self._feedback.append((self._one(x), self._one(lift(y))))
+
+    def done(self, value) -> None:
+        """The 0/1 node that ends a run after the first step it is 1."""
+        self._done = self._one(lift(value))
+
+    def _one(self, v: Affine) -> int:
+        if len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0:
+            return v.terms[0][0]
+        raise GraphError(f"graph '{self.network}': a sum of nodes here\n    hint: name it "
+                         "with g.name(value, 'y') first")
+
     def name(self, value, name: str):
-        """Give a value (or a list of values, as a vector) a name; returns it as a node."""
+        """Give a value (or a list of values, as a vector) a name; returns it as a node.
+        Naming a state's value (see state) stores it: beyond the state's range it is
+        clamped (saturates), so that the range holds at every step."""
         self._declare(name)
+        value = self._saturate(value, name)
         if isinstance(value, (list, tuple)):
             vals = [lift(v) for v in value]
             keys = [self._own(v) for v in vals]
@@ -136,7 +216,7 @@ class Graph:
         """The generated neuron v is exactly, if any."""
         if len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0:
             k = v.terms[0][0]
-            if self.nodes[k].generated:
+            if self.nodes[k].generated and k not in self._prev_of:
                 return k
         return None
 
@@ -245,13 +325,18 @@ class Graph:
             raise GraphError(f"graph '{self.network}' has no output\n    hint: g.output(value, 'y')")
         out = [f"# generated by dsl/graph.py from the graph '{self.network}'",
                f"network {self.network}"]
-        if self.steps != 1:
+        if self.open:
+            out.append("steps open")
+        elif self.steps != 1:
             out.append(f"steps {self.steps}")
         done = set()
         for nid, n in enumerate(self.nodes):
             if n.group in done:
                 continue
             done.add(n.group)
+            if isinstance(n.gate, Prev):
+                out += self._prev_lines(nid)
+                continue
             ids = self.groups[n.group]
             size = "" if n.index is None else f"[{len(ids)}]"
             if isinstance(n.gate, Input):
@@ -266,9 +351,31 @@ class Graph:
             out += self._vector_lines(n.group, ids)
         names = []
         for o in self.outputs:
-            names.append(self.nodes[o].name)
+            names.append(self._ref(o))
         out.append("output " + ", ".join(names))
+        out += [f"feedback {self.nodes[x].name} = {self._ref(y)}" for x, y in self._feedback]
+        if self._done is not None:
+            out.append(f"done {self._ref(self._done)}")
         return "\n".join(out) + "\n"
+
+    def _target(self, nid: int) -> str:
+        """What prev node nid reads, by name (a state's name must have been given)."""
+        src = self._prev_of[nid]
+        if isinstance(src, int):
+            return self._ref(src)
+        group = src.split("[")[0]
+        if group not in self.groups:
+            raise GraphError(f"graph '{self.network}': state '{group}' is never given its "
+                             f"value\n    hint: g.name(value, '{group}')")
+        return src
+
+    def _ref(self, nid: int) -> str:
+        """How the .dnet text names a node: prev(h[2]) for a previous step's value."""
+        return f"prev({self._target(nid)})" if nid in self._prev_of else self.nodes[nid].name
+
+    def _prev_lines(self, nid: int) -> list[str]:
+        init = self.nodes[nid].gate.init
+        return [f"init {self._target(nid)} = {init}"] if init else [f"# prev({self._target(nid)})"]
 
     def _vector_lines(self, group: str, ids: list[int]) -> list[str]:
         """A vector's sums: one sparse statement per source vector, one bias list."""
@@ -276,7 +383,9 @@ class Graph:
         for i, k in enumerate(ids):
             for src, w in self.nodes[k].value.terms:
                 s = self.nodes[src]
-                by_source.setdefault(s.group, []).append(f"{s.index or 0} -> {i} : {w}")
+                vec = self._ref(src).split("[")[0] + (")" if src in self._prev_of
+                                                      and s.index is not None else "")
+                by_source.setdefault(vec, []).append(f"{s.index or 0} -> {i} : {w}")
         out = [f"lines {src} -> {group} sparse {{ {', '.join(entries)} }}"
                for src, entries in by_source.items()]
         bias = [self.nodes[k].value.const for k in ids]
@@ -287,7 +396,7 @@ class Graph:
     def _sum_text(self, v: Affine) -> str:
         parts = []
         for src, w in v.terms:
-            ref = self.nodes[src].name
+            ref = self._ref(src)
             term = ref if abs(w) == 1 else f"{abs(w)}*{ref}"
             parts.append(("- " if w < 0 else "+ ") + term)
         if v.const:
@@ -308,14 +417,23 @@ class Graph:
             reset = "subtract" if g.reset is None else g.reset
             return f"spike(threshold={g.threshold}, leak={g.leak}, reset={reset}, init={g.init})"
         if isinstance(g, Product):
-            return f"product({self.nodes[g.a].name}, {self.nodes[g.b].name})"
+            return f"product({self._ref(g.a)}, {self._ref(g.b)})"
         raise TypeError(g)
 
     def build(self):
         """The Netlist, through the .dnet front end (so it is exactly what to_dnet() says)."""
         from .parser import parse
 
-        return parse(self.to_dnet(), f"<graph {self.network}>")
+        net = parse(self.to_dnet(), f"<graph {self.network}>")
+        for nid, src in self._prev_of.items():
+            if isinstance(src, str):  # a state: its range was promised
+                r, (lo, hi) = net.value_range[net.by_name(self.nodes[nid].name).id], \
+                    self.nodes[nid].range
+                if not lo <= r.lo <= r.hi <= hi:
+                    raise GraphError(f"graph '{self.network}': state '{src}' ranges over {r}, "
+                                     f"beyond its declared {lo}..{hi}\n    hint: clamp it, or "
+                                     "declare the wider range")
+        return net
 
     def node_name(self, value) -> str:
         """The netlist name of a value that is one node."""

@@ -7,6 +7,11 @@
      "bias": {"h[0]": -1},
      "outputs": ["y"]}
 
+A recurrent netlist also has `"steps": "open"` (or an integer), prev vectors
+`{"name": "h.prev", "size": 2, "gate": {"kind": "prev", "of": "h", "init": [0, 1]}}` (the
+value of h at the previous step; a scalar's init is one integer), `"feedback": {"x":
+"y"}` (input element <- node element) and `"done": "d"`.
+
 Loading goes through the same NetBuilder as the .dnet parser, so the checks and messages
 are the same; positions name the JSON path (`vectors[3].gate`) since JSON has no columns
 to speak of once parsed.
@@ -18,7 +23,7 @@ import re
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
+from .ir import PREV_SUFFIX, Identity, Input, Lut, Netlist, Prev, Product, Relu, Spike, Step
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1
@@ -33,11 +38,12 @@ MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
 
 # The schema of the JSON form: the keys each object may have. Types and values are checked
 # where they are read (below, and by the NetBuilder), each error naming its JSON path.
-TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs"}
+TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs",
+            "feedback", "done"}
 VECTOR_KEYS = {"name", "size", "gate"}
 GATE_KEYS = {"input": {"lo", "hi"}, "identity": set(), "relu": {"s", "max"}, "step": {"t"},
              "lut": {"lo", "table"}, "product": {"a", "b"},
-             "spike": {"threshold", "leak", "reset", "init"}}
+             "spike": {"threshold", "leak", "reset", "init"}, "prev": {"of", "init"}}
 
 
 class _TooLarge(str):
@@ -65,6 +71,8 @@ def gate_to_json(gate, net: Netlist | None = None) -> dict:
     if isinstance(gate, Spike):
         return {"kind": "spike", "threshold": gate.threshold, "leak": gate.leak,
                 "reset": "subtract" if gate.reset is None else gate.reset, "init": gate.init}
+    if isinstance(gate, Prev):
+        return {"kind": "prev", "of": net.nodes[gate.src].group, "init": gate.init}
     raise TypeError(gate)
 
 
@@ -77,13 +85,21 @@ def to_json(net: Netlist) -> dict:
             # A product vector: element i multiplies a[i] by b[i].
             gate = {"kind": "product", "a": [net.nodes[net.nodes[i].gate.a].name for i in ids],
                     "b": [net.nodes[net.nodes[i].gate.b].name for i in ids]}
+        if isinstance(first.gate, Prev) and first.index is not None:
+            gate["init"] = [net.nodes[i].gate.init for i in ids]
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
                         "gate": gate})
     lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
     bias = {n.name: n.bias for n in net.nodes if n.bias}
-    return {"format": FORMAT, "version": VERSION, "name": net.name, "steps": net.steps,
-            "vectors": vectors, "lines": lines, "bias": bias,
-            "outputs": [net.nodes[o].name for o in net.outputs]}
+    doc = {"format": FORMAT, "version": VERSION, "name": net.name,
+           "steps": "open" if net.open else net.steps,
+           "vectors": vectors, "lines": lines, "bias": bias,
+           "outputs": [net.nodes[o].name for o in net.outputs]}
+    if net.feedback:
+        doc["feedback"] = {net.nodes[x].name: net.nodes[y].name for x, y in net.feedback.items()}
+    if net.done is not None:
+        doc["done"] = net.nodes[net.done].name
+    return doc
 
 
 def dumps(net: Netlist) -> str:
@@ -178,8 +194,10 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     steps = doc.get("steps", 1)
     if _is_int(steps):
         r.b.set_steps(steps, r.at("steps"))
+    elif steps == "open":
+        r.b.set_open(r.at("steps"))
     else:
-        r.bad("steps", "steps must be an integer", '"steps": 1')
+        r.bad("steps", 'steps must be an integer or "open"', '"steps": 1')
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
         raise CompileError([Diagnostic(r.at("vectors"), "missing list of vectors",
@@ -187,9 +205,11 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     for k, v in enumerate(vectors):
         r.vector(v, f"vectors[{k}]")
     r.declare_products()
+    r.declare_prevs()
     r.lines(doc.get("lines") or [])
     r.biases(doc.get("bias", {}))
     r.outputs(doc.get("outputs", []))
+    r.recurrence(doc)
     return r.b.build()
 
 
@@ -204,6 +224,7 @@ class _Reader:
         self.filename = filename
         self.b = NetBuilder(filename)
         self.products: list = []   # declared after every vector: operands may come later
+        self.prevs: list = []      # (vector, path): prev vectors, once what they read is known
 
     def at(self, path: str) -> Pos:
         return Pos(f"{self.filename}:{path}")
@@ -242,6 +263,11 @@ class _Reader:
             self.b.declare_input(v["name"], size, lo, hi, gpos)
         elif kind == "product":
             self.product(v["name"], g, size, path, gpos)
+        elif kind == "prev":  # in place when what it reads is declared (a dump's order)
+            if isinstance(g.get("of"), str) and g["of"] in self.b.groups:
+                self.prev_vector(v, path)
+            else:
+                self.prevs.append((v, path))
         else:
             args = self.gate_args(g, kind, path, gpos)
             if args is None:
@@ -303,6 +329,57 @@ class _Reader:
                     b.declare_pairs(name, ids, gpos)
                 continue
             b.declare_product(name, a, c, gpos)
+
+    def declare_prevs(self) -> None:
+        """A prev vector is the builder's hidden vector of prev(OF): it must be named
+        OF.prev and have OF's size; its init sets what prev(OF) reads at the first step."""
+        for v, path in self.prevs:
+            self.prev_vector(v, path)
+
+    def prev_vector(self, v: dict, path: str) -> None:
+        """One prev vector: the builder makes it on first use; here its init is set."""
+        g, size = v["gate"], v.get("size")
+        of = g.get("of")
+        if not isinstance(of, str) or v["name"] != f"{of}{PREV_SUFFIX}":
+            self.bad(path + ".gate.of", f"prev vector {v['name']!r} must read the vector "
+                                        "its name ends in .prev of",
+                     f'{{"name": "h.prev", "gate": {{"kind": "prev", "of": "h"}}}}')
+            return
+        ids = self.b.resolve_vector(of, None, None, self.at(path + ".gate.of"))
+        if ids is None:
+            return
+        if (size is None) != self.b.scalar[of] or (size is not None and size != len(ids)):
+            self.bad(path + ".size", f"prev vector {v['name']!r} has size {size}, but "
+                                     f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
+                     "give it the size of the vector it reads")
+            return
+        self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
+        init = g.get("init", 0)
+        inits = init if isinstance(init, list) else [init] * len(ids)
+        if len(inits) != len(ids) or not all(_is_int(i) for i in inits):
+            self.bad(path + ".gate.init", "init is an integer, or a list of one per "
+                                          "element", '"init": [0, 1]')
+            return
+        for src, value in zip(ids, inits):
+            if value:
+                self.b.set_init(src, value, self.at(path + ".gate.init"))
+
+    def recurrence(self, doc: dict) -> None:
+        fb = doc.get("feedback", {})
+        if not isinstance(fb, dict):
+            self.bad("feedback", "feedback must be an object", '{"x": "y"}')
+            fb = {}
+        for x, y in fb.items():
+            a, c = self.element(x, f"feedback.{x}"), self.element(y, f"feedback.{x}")
+            if a is not None and c is not None:
+                ia, ic = self.b.resolve(*a), self.b.resolve(*c)
+                if ia is not None and ic is not None:
+                    self.b.add_feedback([ia], [ic], self.at(f"feedback.{x}"))
+        if "done" in doc:
+            d = self.element(doc["done"], "done")
+            di = None if d is None else self.b.resolve(*d)
+            if di is not None:
+                self.b.set_done([di], self.at("done"))
 
     def lines(self, lines) -> None:
         for k, line in enumerate(lines):

@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import Identity, Netlist
+from .ir import PREV_SUFFIX, Identity, Netlist
 from .macros import MACROS
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -176,7 +176,11 @@ class _Elaborator:
         self.b.name = str(t.children[0])
 
     def steps_stmt(self, t: Tree, _inline) -> None:
-        self.b.set_steps(self.int(t.children[0]), self.pos(t))
+        tok = t.children[0]
+        if tok.type == "OPEN":
+            self.b.set_open(self.pos(t))
+        else:
+            self.b.set_steps(self.int(tok), self.pos(t))
 
     def decl(self, t: Tree) -> tuple[str, int | None]:
         name, size = t.children
@@ -246,18 +250,31 @@ class _Elaborator:
             return tuple(self.signed(c) for c in v.children)
         if v.data == "list":
             return [self.signed(c) for c in v.children if c is not None]
-        if v.data == "ref":
-            name, idx = v.children
-            return (str(name), None if idx is None else self.int(idx))
+        if v.data in ("ref", "prev_ref"):
+            return self.ref(v)
         if v.data == "slice_ref":
             name, lo, hi = v.children
             return (str(name), ("slice", None if lo is None else self.int(lo),
                                 None if hi is None else self.int(hi)))
+        if v.data == "prev_value":  # prev(x[a:b]): the same selection of x's prev vector
+            name, sel = self.value(v.children[0])
+            return (name + PREV_SUFFIX, sel)
         raise AssertionError(v.data)
 
+    def ref(self, r: Tree) -> tuple[str, int | None]:
+        """(vector name, index or None) of `x`, `x[3]` or `prev(...)` of one: prev(h[3]) is
+        element 3 of the hidden vector h.prev, which the builder makes on first use."""
+        if r.data == "prev_ref":
+            name, idx = self.ref(r.children[0])
+            return name + PREV_SUFFIX, idx
+        name, idx = r.children
+        return str(name), None if idx is None else self.int(idx)
+
     # -- connections ----------------------------------------------------------------------------
-    def vref(self, t: Tree) -> list[int] | None:
-        name = str(t.children[0])
+    def vref(self, t: Tree, suffix: str = "") -> list[int] | None:
+        if t.data == "vref_prev":
+            return self.vref(t.children[0], suffix + PREV_SUFFIX)
+        name = str(t.children[0]) + suffix
         if t.data == "vref_all":
             return self.b.resolve_vector(name, None, None, self.pos(t))
         if t.data == "vref_one":
@@ -340,6 +357,33 @@ class _Elaborator:
         for d, v in zip(dst, vals):
             self.b.add_bias(d, v, pos)
 
+    def init_stmt(self, t: Tree) -> None:
+        """init h = 3 / init h = [..]: what prev(h) reads at the first step."""
+        dst_t, val = t.children
+        dst = self.vref(dst_t)
+        if dst is None:
+            return
+        pos = self.pos(val)
+        vals = [self.signed(c) for c in val.children if c is not None] \
+            if val.data == "list" else [self.signed(val)] * len(dst)
+        if len(vals) != len(dst):
+            self.b.error(pos, f"init has {len(vals)} values but '{self.b.nodes[dst[0]].group}' "
+                              f"has {len(dst)} elements", "one value per element, or a single "
+                                                          "number for all")
+            return
+        for d, v in zip(dst, vals):
+            self.b.set_init(d, v, pos)
+
+    def feedback_stmt(self, t: Tree) -> None:
+        ins, srcs = self.vref(t.children[0]), self.vref(t.children[1])
+        if ins is not None and srcs is not None:
+            self.b.add_feedback(ins, srcs, self.pos(t))
+
+    def done_stmt(self, t: Tree) -> None:
+        ids = self.vref(t.children[0])
+        if ids is not None:
+            self.b.set_done(ids, self.pos(t))
+
     def output_stmt(self, t: Tree) -> None:
         for v in t.children:
             ids = self.vref(v)
@@ -370,8 +414,8 @@ class _Elaborator:
             else:
                 w = 1
                 ref = term.children[0]
-            name, idx = ref.children
-            src = self.b.resolve(str(name), None if idx is None else self.int(idx), self.pos(ref))
+            name, idx = self.ref(ref)
+            src = self.b.resolve(name, idx, self.pos(ref))
             if src is not None:
                 self.b.add_line(src, dst, -w if neg else w, pos)
 
@@ -412,8 +456,7 @@ class _Elaborator:
         dname = self.b.nodes[dst].name
         k = sum(1 for g in self.b.groups if g.startswith(dname + "."))
         if term.data == "mul":
-            a, b = ((str(r.children[0]), None if r.children[1] is None else
-                     self.int(r.children[1]), self.pos(r)) for r in rest)
+            a, b = ((*self.ref(r), self.pos(r)) for r in rest)
             for nid in self.b.declare_product(f"{dname}.mul{k}", a, b, pos):
                 self.b.add_line(nid, dst, w, pos)
             return
