@@ -37,6 +37,7 @@ class NetBuilder:
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
         self._macro_deps: dict[int, list[int]] = {}
+        self.convs: list = []  # dsl/conv.ConvLines of every conv / avgpool written
 
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
@@ -152,6 +153,31 @@ class NetBuilder:
         ids = self.declare(name, None, Identity(), decl_pos)
         if ids:
             self._pending_macros.append((ids[0], kind, args, pos))
+
+    # -- convolutions and pools (dsl/conv.py) -------------------------------------------------
+    def add_conv(self, conv, src: list[int], dst: list[int], pos: Pos) -> None:
+        """The lines of a conv or avgpool between two resolved vectors (or slices)."""
+        from .conv import ConvLines, lines_of
+
+        for i, j, w in lines_of(conv):
+            self.add_line(src[i], dst[j], w, pos)
+        s, d = self.nodes[src[0]], self.nodes[dst[0]]
+        self.convs.append(ConvLines(conv, s.group, s.index or 0, d.group, d.index or 0))
+
+    def declare_maxpool(self, name: str, size: int | None, pos: Pos) -> list[int]:
+        """The result vector of a maxpool; its windows come later (set_maxpool), once every
+        name is declared."""
+        return self.declare(name, size, Identity(), pos)
+
+    def set_maxpool(self, ids: list[int], conv, src: list[int], pos: Pos) -> None:
+        """Element k of `ids` becomes max(window k of src): the max operation, lowered with
+        the other operations when the netlist is built."""
+        from .conv import windows
+
+        for nid, win in zip(ids, windows(conv)):
+            args = [(None, (self.nodes[src[i]].group, self.nodes[src[i]].index), pos)
+                    for i, _ in win]
+            self._pending_macros.append((nid, "max", args, pos))
 
     # -- references ---------------------------------------------------------------------------
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
@@ -288,6 +314,7 @@ class NetBuilder:
         net = Netlist(self.name or _stem(self.source), nodes, groups,
                       [remap[i] for i in self.inputs], [remap[o] for o, _ in self.outputs],
                       self.steps, self.source)
+        net.convs = list(self.convs)
         analyse(net)  # ranges are computed eagerly: every netlist has them
         return net
 
