@@ -21,3 +21,12 @@ def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name=None,
     if isinstance(model, Transformer):
         return netlist(model, name or "transformer")
     return _from_torch(model, input_range, scales, clamps, name or "torch_net", input_shape)
+
+
+def from_onnx(model, input_range=(0, 1), input_step=1.0, calibration=None, weight_bits=6,
+              clamp=15, name=None):
+    """Import an ONNX model (a path, bytes or an onnx.ModelProto) as a netlist: an integer
+    graph exactly, a float one quantised (models/onnx_import.py)."""
+    from models.onnx_import import from_onnx as _from_onnx
+
+    return _from_onnx(model, input_range, input_step, calibration, weight_bits, clamp, name)

@@ -14,6 +14,8 @@ for steps, `Gather` over one flat table for luts, `Gather` + `Mul` for products,
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from dsl.diagnostics import VoodooError
@@ -149,6 +151,8 @@ def to_onnx(net):
     model = helper.make_model(graph, producer_name="voodoonet",
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8  # readable by onnxruntime releases back to 1.10
+    # ONNX has no integer ranges; the importer (models/onnx_import.py) reads them back here.
+    helper.set_model_props(model, {"voodoonet.input_ranges": json.dumps(net.input_ranges())})
     onnx.checker.check_model(model, full_check=True)
     return model
 
