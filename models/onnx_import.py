@@ -112,7 +112,8 @@ def _refuse_unknown(m, allowed, where: str, kind: str) -> None:
         listed = ", ".join(f"{op} (node {names[0]!r}{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
                            for op, names in sorted(bad.items()))
         raise VoodooError(f"{where}: unsupported ONNX operator{'s' if len(bad) > 1 else ''} "
-                          f"in this {kind} graph: {listed}\n    hint: a {kind} graph may use "
+                          f"in this {kind} graph: {listed}\n    hint: {'an' if kind[0] in 'aeiou' else 'a'} "
+                          f"{kind} graph may use "
                           f"{', '.join(allowed)}")
 
 
@@ -132,9 +133,9 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
     x = _graph_input(m, where)
     elem = x.type.tensor_type.elem_type
     if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+        ranges = _input_ranges(m, x, input_range, where)  # refuses multi-step graphs first
         _refuse_unknown(m, INT_OPS, where, "integer")
-        return _IntegerGraph(m, where).dnet(_input_ranges(m, x, input_range, where),
-                                            _net_name(m, name))
+        return _IntegerGraph(m, where).dnet(ranges, _net_name(m, name))
     if elem not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
         raise VoodooError(f"{where}: the input is of ONNX type {elem}\n    hint: the importer "
                           "reads float graphs (quantised here) and int64 graphs (exact)")
@@ -198,8 +199,7 @@ def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight
     lo, hi = _range_pair(input_range, where)
     if not (isinstance(input_step, (int, float)) and input_step > 0):
         raise VoodooError(f"{where}: input step {input_step!r} must be a positive number")
-    q = QuantStack(model_f, shape if isinstance(shape, tuple) else None, input_step,
-                   weight_bits, clamp)
+    q = QuantStack(model_f, shape, input_step, weight_bits, clamp)
     n_in = int(np.prod(shape)) if isinstance(shape, tuple) else shape
     if calibration is None:
         x = np.random.default_rng(0).integers(lo, hi + 1, (512, n_in))

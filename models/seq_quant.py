@@ -98,7 +98,7 @@ class IntStack:
     model: object
     scales: list[int]
     clamps: list[int]
-    input_shape: tuple | None
+    input_shape: tuple | None    # (channels, height, width), or None for a flat input
 
 
 class QuantStack:
@@ -108,7 +108,9 @@ class QuantStack:
                  clamp: int = 15):
         self.model = model
         self.steps = steps_of(model)
-        self.input_shape = None if input_shape is None else tuple(int(v) for v in input_shape)
+        # (channels, height, width) of an image input, or the number of flat inputs
+        self.input_shape = int(input_shape) if np.ndim(input_shape) == 0 else \
+            tuple(int(v) for v in input_shape)
         self.input_step = float(input_step)
         self.wmax = 2 ** (weight_bits - 1) - 1
         self.clamp = int(clamp)
@@ -118,7 +120,7 @@ class QuantStack:
     # -- the integer arithmetic, exact or with straight-through rounding ---------------------
     def _shape(self, x):
         """x (N, features) as the first layer wants it."""
-        if self.input_shape is not None and x.dim() == 2:
+        if isinstance(self.input_shape, tuple) and x.dim() == 2:
             return x.reshape(len(x), *self.input_shape)
         return x
 
@@ -242,13 +244,13 @@ class QuantStack:
             if st.relu:
                 layers.append(nn.ReLU())
         return IntStack(nn.Sequential(*layers), [int(v) for v in s], [self.clamp] * self.n_relu,
-                        self.input_shape)
+                        self.input_shape if isinstance(self.input_shape, tuple) else None)
 
     def _integer_params(self, s: list[int]) -> dict[int, tuple]:
         """The integer (w, b) of every weighted step, as forward computes them."""
         torch = _torch()
         got: dict[int, tuple] = {}
-        shape = self.input_shape or (self.steps[0].module.in_features,)
+        shape = self.input_shape if isinstance(self.input_shape, tuple) else (self.input_shape,)
         with torch.no_grad():
             self.forward(torch.zeros((1, *shape), dtype=torch.float64), list(s), params=got)
         return got
