@@ -211,7 +211,7 @@ def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight
                               f"{n_in}) within {lo}..{hi}, got {x.dtype} {x.shape}")
     want = q.float_logits(torch.as_tensor(x)).argmax(1).numpy()
     s = calibrate(q, x, lambda out: float((out.argmax(1) == want).mean()))
-    st = q.integer_model(s)
+    st = q.integer_model(s, (lo, hi))
     agree = float((q.integer_outputs(x, s).argmax(1) == want).mean())
     comment = (f"{name}: imported from ONNX by models/onnx_import.py and quantised "
                f"(models/seq_quant.py)\n{weight_bits}-bit weights, relu clamp {clamp}, "

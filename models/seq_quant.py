@@ -216,11 +216,16 @@ class QuantStack:
             out, _ = self.forward(torch.as_tensor(np.asarray(x), dtype=torch.float64), s)
         return out.numpy().astype(np.int64)
 
-    def integer_model(self, s: list[int]) -> IntStack:
-        """The integer nn.Sequential (float64 modules holding the integers) for divisors s."""
+    def integer_model(self, s: list[int], input_range: tuple[int, int] | None = None
+                      ) -> IntStack:
+        """The integer nn.Sequential (float64 modules holding the integers) for divisors s.
+        With the inputs' range, biases that put a neuron beyond where its inputs can move it
+        are pulled in (`_tighten`): the same outputs, accumulators a map can hold."""
         torch = _torch()
         nn = torch.nn
         layers, captured = [], self._integer_params(s)
+        if input_range is not None:
+            captured = self._tighten(captured, list(s), input_range)
         for k, st in enumerate(self.steps):
             m = st.module
             if st.kind in ("conv", "linear"):
@@ -245,6 +250,37 @@ class QuantStack:
                 layers.append(nn.ReLU())
         return IntStack(nn.Sequential(*layers), [int(v) for v in s], [self.clamp] * self.n_relu,
                         self.input_shape if isinstance(self.input_shape, tuple) else None)
+
+    def _tighten(self, params: dict, s: list[int], input_range) -> dict:
+        """Biases clipped where a neuron is constant: a relu whose accumulator can never
+        reach s is 0 for every input, one that always reaches s*L is L; moving its bias to
+        the edge of that keeps every value and shrinks the accumulator's range. The range
+        of each layer's inputs is one interval for all (it holds 0: sums over a part of a
+        window, at the borders, stay inside it)."""
+        lo, hi = (float(v) for v in input_range)
+        out, k_relu = dict(params), 0
+        for k, st in enumerate(self.steps):
+            if st.kind in ("avgpool",):
+                ks, _, _ = _pool_args(st.module)
+                lo, hi = lo * ks[0] * ks[1], hi * ks[0] * ks[1]
+            if st.kind not in ("conv", "linear"):
+                if st.relu:
+                    lo, hi, k_relu = 0.0, float(self.clamp), k_relu + 1
+                continue
+            w, b = params[k]
+            flat = w.reshape(w.shape[0], -1)
+            pos, neg = flat.clamp(min=0).sum(1), flat.clamp(max=0).sum(1)
+            a_hi, a_lo = b + pos * hi + neg * lo, b + pos * lo + neg * hi
+            if st.relu and lo <= 0 <= hi:
+                top = s[k_relu] * self.clamp
+                b = b - (a_hi + 1).clamp(max=0) - (a_lo - top).clamp(min=0)
+                out[k] = (w, b)
+                lo, hi, k_relu = 0.0, float(self.clamp), k_relu + 1
+            elif st.relu:
+                lo, hi, k_relu = 0.0, float(self.clamp), k_relu + 1
+            else:
+                lo, hi = float(a_lo.min()), float(a_hi.max())
+        return out
 
     def _integer_params(self, s: list[int]) -> dict[int, tuple]:
         """The integer (w, b) of every weighted step, as forward computes them."""
