@@ -403,6 +403,7 @@ def main(argv=None) -> int:
                         f"{os.path.relpath(CNN_PATH, ROOT)}")
     p.add_argument("--no-cache", action="store_true", help="train even if cached")
     p.add_argument("--layers", help="a layer spec to try instead, e.g. c16k3s2p1,c32k3s2p1,f64,f10")
+    p.add_argument("--epochs", type=int, help="student epochs to try instead")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     try:
@@ -411,15 +412,17 @@ def main(argv=None) -> int:
         from models.datasets import load_split
         from models.quantize import engine_cost
 
-        cfg = MNIST_CNN if not args.layers else replace(
-            MNIST_CNN, layers=tuple(args.layers.split(",")), name="mnist_cnn_try")
+        cfg = MNIST_CNN
+        if args.layers or args.epochs:
+            cfg = replace(cfg, name="mnist_cnn_try", epochs=args.epochs or cfg.epochs,
+                          layers=tuple(args.layers.split(",")) if args.layers else cfg.layers)
         split = load_split()
         text, net, trained, int_acc = build(cfg, split, not args.no_progress,
                                             use_cache=not args.no_cache)
         print(f"{cfg.name}: float {100 * trained.float_acc:.2f}%, integer {100 * int_acc:.2f}% "
               f"on {len(split.test_labels)} held-out digits; divisors {trained.s}")
         print(f"engine cost: {engine_cost(net)}")
-        if args.retrain and not args.layers:
+        if args.retrain and cfg is MNIST_CNN:
             from dsl.util import atomic_write
 
             atomic_write(CNN_PATH, text.encode())
