@@ -188,6 +188,7 @@ class TrainedCNN:
     s: list[int]                 # its divisors
     float_acc: float             # the float student before fine-tuning, held-out digits
     float_pred: np.ndarray       # its answers on the held-out digits
+    float_logits: np.ndarray | None = None   # and its logits (None in older cache entries)
 
 
 def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
@@ -214,7 +215,8 @@ def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
                        cfg.clamp)
         t = cfg.transform()
         x_test = t(split.test_images)
-        float_pred = q.float_logits(torch.as_tensor(x_test)).argmax(1).numpy()
+        logits = q.float_logits(torch.as_tensor(x_test)).numpy()
+        float_pred = logits.argmax(1)
         float_acc = float((float_pred == split.test_labels).mean())
         x_cal, y_cal = t(imgs), labels
 
@@ -230,7 +232,7 @@ def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
             _fit(cfg, student, fake_quant, imgs, labels, cfg.qat_epochs, cfg.qat_lr, 2,
                  teacher, bar)
             s = calibrate(q, x_cal, score)
-        return TrainedCNN(cfg, q, s, float_acc, float_pred)
+        return TrainedCNN(cfg, q, s, float_acc, float_pred, logits)
     finally:
         if bar is not None:
             bar.close()
@@ -269,25 +271,34 @@ def _teacher(cfg: CNNConfig, split, bar):
 
 
 # ------------------------------------------------------------------- the netlist and its file
-def _header(cfg: CNNConfig, s: list[int], float_acc: float, int_acc: float, split,
-            float_pred: np.ndarray) -> str:
+def _header(members: list[TrainedCNN], float_acc: float, int_acc: float, split,
+            float_pred: np.ndarray, weights: list[int]) -> str:
+    cfg = members[0].cfg
     t = cfg.transform()
-    source = split.source
-    return "\n".join([
-        f"{cfg.name}: a convolutional integer network classifying MNIST digits, made by "
-        "models/cnn.py",
-        f"inputs: {t.describe()} (InputTransform{(t.crop, t.pool, t.levels)}), read as a "
-        f"1x{cfg.side}x{cfg.side} image",
-        f"layers: {' '.join(cfg.layers)}; relu divisors {s}, clamp {cfg.clamp}; "
-        f"{cfg.weight_bits}-bit weights; outputs o[0..9]: the class is argmax",
-        f"trained on the 8,000 training digits of {source} ("
-        + (f"teacher {' '.join(cfg.teacher)})" if cfg.teacher_epochs else "no teacher)"),
+    lines = [f"{cfg.name}: a convolutional integer network classifying MNIST digits, made "
+             "by models/cnn.py",
+             f"inputs: {t.describe()} (InputTransform{(t.crop, t.pool, t.levels)}), read as "
+             f"a 1x{cfg.side}x{cfg.side} image"]
+    if len(members) > 1:
+        lines.append(f"an ensemble of {len(members)} CNNs on the same inputs: o = "
+                     + " + ".join(f"{w}*m{k + 1}_o" for k, w in enumerate(weights)))
+    for k, m in enumerate(members):
+        c = m.cfg
+        lines.append(f"{f'm{k + 1}: ' if len(members) > 1 else ''}layers {' '.join(c.layers)}; "
+                     f"relu divisors {m.s}, clamp {c.clamp}; {c.weight_bits}-bit weights; "
+                     f"{c.epochs} + {c.qat_epochs} epochs, "
+                     + (f"teacher {' '.join(c.teacher)}" if c.teacher_epochs else "no teacher"))
+    lines += [
+        f"outputs o[0..9]: the class is argmax; trained on the 8,000 training digits of "
+        f"{split.source}",
         f"held-out accuracy (2,000 digits): float {100 * float_acc:.2f}%, "
         f"integer {100 * int_acc:.2f}%",
-        f"config: {cfg.key()}",
+        "config: " + (members[0].cfg.key() if len(members) == 1 else
+                      "[" + ", ".join(m.cfg.key() for m in members) + "]"),
         f"float answers on the held-out digits {test_digits_id(split)}: "
         + "".join(str(int(v)) for v in float_pred),
-    ])
+    ]
+    return "\n".join(lines)
 
 
 def test_digits_id(split) -> str:
@@ -295,26 +306,72 @@ def test_digits_id(split) -> str:
     return hashlib.sha256(split.test_images.tobytes()).hexdigest()[:16]
 
 
-def netlist_text(trained: TrainedCNN, split) -> tuple[str, object, float]:
-    """(.dnet text with its header, the Netlist, integer held-out accuracy)."""
+def netlist_text(members: list[TrainedCNN], split, name: str | None = None
+                 ) -> tuple[str, object, float]:
+    """(.dnet text with its header, the Netlist, integer held-out accuracy) of one trained
+    CNN, or of several on the same inputs whose logits are added (an ensemble: member k's
+    outputs weighted by its output scale, rounded to an integer multiple of the smallest)."""
     from dsl.parser import parse
     from dsl.reference import evaluate
     from models.torch_import import to_dnet
 
-    cfg = trained.cfg
-    st = trained.stack.integer_model(trained.s, (0, cfg.levels))
-    body = to_dnet(st.model, (0, cfg.levels), st.scales, st.clamps, cfg.name,
-                   input_shape=st.input_shape)
-    net = parse(body, f"<{cfg.name}>")
+    cfg = members[0].cfg
+    name = name or cfg.name
     x = cfg.transform()(split.test_images)
+    want = _members_outputs(members, x)
+    body, weights = _members_text(members, name)
+    net = parse(body, f"<{name}>")
     out = np.asarray(evaluate(net, x).last_outputs(), dtype=np.int64)
-    if not np.array_equal(out, trained.stack.integer_outputs(x, trained.s)):
+    if not np.array_equal(out, want):
         raise AssertionError("the netlist differs from the integer model it was made from")
     int_acc = float((out.argmax(1) == split.test_labels).mean())
-    head = _header(cfg, trained.s, trained.float_acc, int_acc, split, trained.float_pred)
-    text = to_dnet(st.model, (0, cfg.levels), st.scales, st.clamps, cfg.name, head,
-                   input_shape=st.input_shape)
+    logits = [m.float_logits for m in members]
+    if any(v is None for v in logits):  # older cache entries: the fine-tuned float models
+        logits = [m.stack.float_logits(_torch().as_tensor(x)).numpy() for m in members]
+    float_pred = np.sum(logits, axis=0).argmax(1) if len(members) > 1 else \
+        members[0].float_pred
+    float_acc = float((float_pred == split.test_labels).mean())
+    head = _header(members, float_acc, int_acc, split, float_pred, weights)
+    text = "".join(f"# {line}\n" for line in head.splitlines()) + body
     return text, net, int_acc
+
+
+def _output_weights(members: list[TrainedCNN]) -> list[int]:
+    """Each member's logit scale (a of its last layer) as a multiple of the smallest."""
+    torch = _torch()
+    scales = []
+    for m in members:
+        shape = m.stack.input_shape
+        _, a = m.stack.forward(torch.zeros((1, *shape), dtype=torch.float64), m.s)
+        scales.append(float(a))
+    return [max(1, round(v / min(scales))) for v in scales]
+
+
+def _members_outputs(members: list[TrainedCNN], x) -> np.ndarray:
+    if len(members) == 1:
+        return members[0].stack.integer_outputs(x, members[0].s)
+    return sum(w * m.stack.integer_outputs(x, m.s)
+               for w, m in zip(_output_weights(members), members))
+
+
+def _members_text(members: list[TrainedCNN], name: str) -> tuple[str, list[int]]:
+    from models.torch_import import to_dnet
+
+    cfg = members[0].cfg
+    parts = []
+    for k, m in enumerate(members):
+        st = m.stack.integer_model(m.s, (0, cfg.levels))
+        parts.append(to_dnet(st.model, (0, cfg.levels), st.scales, st.clamps, name,
+                             input_shape=st.input_shape, prefix="" if len(members) == 1
+                             else f"m{k + 1}_", layers_only=len(members) > 1))
+    if len(members) == 1:
+        return parts[0], [1]
+    weights = _output_weights(members)
+    out = [f"network {name}", "", f"input x[{cfg.side ** 2}] : 0..{cfg.levels}", ""]
+    out += parts + ["neuron o[10] : identity"]
+    out += [f"lines m{k + 1}_o -> o diag [{', '.join([str(w)] * 10)}]"
+            for k, w in enumerate(weights)]
+    return "\n".join(out) + "\noutput o\n", weights
 
 
 def recorded(text: str) -> dict:
@@ -322,17 +379,20 @@ def recorded(text: str) -> dict:
     that a checked-in model's header records."""
     acc = re.search(r"^# held-out accuracy \(2,000 digits\): float ([\d.]+)%, integer "
                     r"([\d.]+)%$", text, re.M)
-    cfg = re.search(r"^# config: (\{.*\})$", text, re.M)
+    cfg = re.search(r"^# config: ([\[{].*[\]}])$", text, re.M)
     answers = re.search(r"^# float answers on the held-out digits ([0-9a-f]{16}): ([0-9]+)$",
                         text, re.M)
     if not acc or not cfg or not answers:
         raise VoodooError(f"{CNN_PATH}: its header lost the recorded accuracies or the "
                           "configuration\n    hint: rebuild it with `python -m models.cnn "
                           "--retrain`")
-    c = json.loads(cfg.group(1))
-    c["layers"], c["teacher"] = tuple(c["layers"]), tuple(c["teacher"])
+    docs = json.loads(cfg.group(1))
+    configs = []
+    for c in docs if isinstance(docs, list) else [docs]:
+        c["layers"], c["teacher"] = tuple(c["layers"]), tuple(c["teacher"])
+        configs.append(CNNConfig(**c))
     return {"float_acc": float(acc.group(1)) / 100, "int_acc": float(acc.group(2)) / 100,
-            "config": CNNConfig(**c), "test_sha": answers.group(1),
+            "config": configs[0], "configs": configs, "test_sha": answers.group(1),
             "float_pred": np.array([int(ch) for ch in answers.group(2)], dtype=np.int64)}
 
 
@@ -359,16 +419,13 @@ def _cache_path(cfg: CNNConfig, split) -> str:
     return os.path.join(cache_dir(), f"{cfg.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt")
 
 
-def build(cfg: CNNConfig = MNIST_CNN, split=None, progress: bool = True, use_cache: bool = True):
-    """Train (or load the trained float weights from the cache) and make the netlist:
-    (text, netlist, TrainedCNN, integer accuracy)."""
-    from models.datasets import load_split
+def member(cfg: CNNConfig, split, progress: bool = True, use_cache: bool = True
+           ) -> TrainedCNN:
+    """One trained CNN: from the cache (its float weights and divisors), else trained."""
     from models.seq_quant import QuantStack
 
     torch = _torch()
-    split = split if split is not None else load_split()
     path = _cache_path(cfg, split)
-    trained = None
     if use_cache and os.path.exists(path):
         try:
             saved = torch.load(path, weights_only=False)
@@ -376,19 +433,32 @@ def build(cfg: CNNConfig = MNIST_CNN, split=None, progress: bool = True, use_cac
             student.load_state_dict(saved["state"])
             q = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, cfg.weight_bits,
                            cfg.clamp)
-            trained = TrainedCNN(cfg, q, saved["s"], saved["float_acc"], saved["float_pred"])
+            return TrainedCNN(cfg, q, saved["s"], saved["float_acc"], saved["float_pred"],
+                              saved.get("float_logits"))
         except (OSError, KeyError, RuntimeError, ValueError):
-            trained = None  # a damaged cache entry is retrained
-    if trained is None:
-        trained = train(cfg, split, progress)
-        buf = io.BytesIO()
-        torch.save({"state": trained.stack.model.state_dict(), "s": trained.s,
-                    "float_acc": trained.float_acc, "float_pred": trained.float_pred}, buf)
-        from dsl.util import atomic_write
+            pass  # a damaged cache entry is retrained
+    trained = train(cfg, split, progress)
+    buf = io.BytesIO()
+    torch.save({"state": trained.stack.model.state_dict(), "s": trained.s,
+                "float_acc": trained.float_acc, "float_pred": trained.float_pred,
+                "float_logits": trained.float_logits}, buf)
+    from dsl.util import atomic_write
 
-        atomic_write(path, buf.getvalue())
-    text, net, int_acc = netlist_text(trained, split)
-    return text, net, trained, int_acc
+    atomic_write(path, buf.getvalue())
+    return trained
+
+
+def build(cfg=None, split=None, progress: bool = True, use_cache: bool = True):
+    """Train (or load from the cache) one CNN, or each of a tuple of them (an ensemble),
+    and make the netlist: (text, netlist, [TrainedCNN], integer accuracy)."""
+    from models.datasets import load_split
+
+    cfgs = MNIST_CNN if cfg is None else cfg
+    cfgs = list(cfgs) if isinstance(cfgs, (tuple, list)) else [cfgs]
+    split = split if split is not None else load_split()
+    members = [member(c, split, progress, use_cache) for c in cfgs]
+    text, net, int_acc = netlist_text(members, split, cfgs[0].name)
+    return text, net, members, int_acc
 
 
 def main(argv=None) -> int:
@@ -414,13 +484,18 @@ def main(argv=None) -> int:
 
         cfg = MNIST_CNN
         if args.layers or args.epochs:
-            cfg = replace(cfg, name="mnist_cnn_try", epochs=args.epochs or cfg.epochs,
-                          layers=tuple(args.layers.split(",")) if args.layers else cfg.layers)
+            one = MNIST_CNN[0] if isinstance(MNIST_CNN, tuple) else MNIST_CNN
+            cfg = replace(one, name="mnist_cnn_try", epochs=args.epochs or one.epochs,
+                          layers=tuple(args.layers.split(",")) if args.layers else one.layers)
         split = load_split()
-        text, net, trained, int_acc = build(cfg, split, not args.no_progress,
+        text, net, members, int_acc = build(cfg, split, not args.no_progress,
                                             use_cache=not args.no_cache)
-        print(f"{cfg.name}: float {100 * trained.float_acc:.2f}%, integer {100 * int_acc:.2f}% "
-              f"on {len(split.test_labels)} held-out digits; divisors {trained.s}")
+        acc = recorded(text)
+        for k, m in enumerate(members):
+            print(f"member {k + 1}: {' '.join(m.cfg.layers)}, float "
+                  f"{100 * m.float_acc:.2f}%, divisors {m.s}")
+        print(f"{net.name}: float {100 * acc['float_acc']:.2f}%, integer {100 * int_acc:.2f}% "
+              f"on {len(split.test_labels)} held-out digits")
         print(f"engine cost: {engine_cost(net)}")
         if args.retrain and cfg is MNIST_CNN:
             from dsl.util import atomic_write

@@ -155,18 +155,22 @@ def _options(scales, clamps, n_relu: int, input_range, name: str):
 
 
 def to_dnet(model, input_range: tuple[int, int] = (0, 1), scales=None, clamps=None,
-            name: str = "torch_net", comment: str = "", input_shape=None) -> str:
-    """The .dnet text of an integer nn.Sequential (see the module docstring)."""
+            name: str = "torch_net", comment: str = "", input_shape=None,
+            prefix: str = "", layers_only: bool = False) -> str:
+    """The .dnet text of an integer nn.Sequential (see the module docstring). `prefix`
+    names its vectors (`{prefix}h1`, ..., `{prefix}o`); `layers_only` leaves out the
+    network, input and output statements (to put several models on one input x)."""
     layers = _layers(model)
     s_list, l_list, lo, hi = _options(scales, clamps, sum(l.relu for l in layers),
                                       input_range, name)
     shape = _input_shape(layers[0], input_shape)
     n_in = shape.size if isinstance(shape, Shape) else shape
     out = [f"# {line}" if line else "#" for line in comment.splitlines()]
-    out += [f"network {name}", "", f"input x[{n_in}] : {lo}..{hi}", ""]
+    if not layers_only:
+        out += [f"network {name}", "", f"input x[{n_in}] : {lo}..{hi}", ""]
     prev, relu_k = "x", 0
     for j, layer in enumerate(layers):
-        lname = "o" if j == len(layers) - 1 else f"h{j + 1}"
+        lname = prefix + ("o" if j == len(layers) - 1 else f"h{j + 1}")
         gate = "identity"
         if layer.relu:
             s, L = s_list[relu_k], l_list[relu_k]
@@ -175,7 +179,8 @@ def to_dnet(model, input_range: tuple[int, int] = (0, 1), scales=None, clamps=No
         text, shape = _LAYER_TEXT[layer.kind](layer, prev, lname, gate, shape)
         out += text + [""]
         prev = lname
-    out.append("output o")
+    if not layers_only:
+        out.append(f"output {prev}")
     return "\n".join(out) + "\n"
 
 
