@@ -411,10 +411,14 @@ def load_mnist_cnn(path: str = CNN_PATH):
 
 
 def _cache_path(cfg: CNNConfig, split) -> str:
+    from dataclasses import replace
+
     from models.datasets import cache_dir
     from models.quantize import _source_id
 
-    key = json.dumps({"cfg": cfg.key(), "data": _source_id(split),
+    # The name only labels the file: members of an ensemble keep their trained weights
+    # when they are renamed.
+    key = json.dumps({"cfg": replace(cfg, name="").key(), "data": _source_id(split),
                       "torch": _torch().__version__, "v": CACHE_VERSION}, sort_keys=True)
     return os.path.join(cache_dir(), f"{cfg.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt")
 
