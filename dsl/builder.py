@@ -45,6 +45,7 @@ class NetBuilder:
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
         self._macro_deps: dict[int, list[int]] = {}
+        self.convs: list = []  # dsl/conv.ConvLines of every conv / avgpool written
 
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
@@ -187,6 +188,31 @@ class NetBuilder:
         ids = self.declare(name, None, Identity(), decl_pos)
         if ids:
             self._pending_macros.append((ids[0], kind, args, pos))
+
+    # -- convolutions and pools (dsl/conv.py) -------------------------------------------------
+    def add_conv(self, conv, src: list[int], dst: list[int], pos: Pos) -> None:
+        """The lines of a conv or avgpool between two resolved vectors (or slices)."""
+        from .conv import ConvLines, lines_of
+
+        for i, j, w in lines_of(conv):
+            self.add_line(src[i], dst[j], w, pos)
+        s, d = self.nodes[src[0]], self.nodes[dst[0]]
+        self.convs.append(ConvLines(conv, s.group, s.index or 0, d.group, d.index or 0))
+
+    def declare_maxpool(self, name: str, size: int | None, pos: Pos) -> list[int]:
+        """The result vector of a maxpool; its windows come later (set_maxpool), once every
+        name is declared."""
+        return self.declare(name, size, Identity(), pos)
+
+    def set_maxpool(self, ids: list[int], conv, src: list[int], pos: Pos) -> None:
+        """Element k of `ids` becomes max(window k of src): the max operation, lowered with
+        the other operations when the netlist is built."""
+        from .conv import windows
+
+        for nid, win in zip(ids, windows(conv)):
+            args = [(None, (self.nodes[src[i]].group, self.nodes[src[i]].index), pos)
+                    for i, _ in win]
+            self._pending_macros.append((nid, "max", args, pos))
 
     # -- references ---------------------------------------------------------------------------
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
@@ -390,6 +416,7 @@ class NetBuilder:
                       self.steps, self.source, open=self.open,
                       feedback={remap[x]: remap[y] for x, y, _ in self.feedback},
                       done=None if self.done is None else remap[self.done[0]])
+        net.convs = list(self.convs)
         analyse(net)  # ranges are computed eagerly: every netlist has them
         self._check_recurrence(net, remap)
         return net

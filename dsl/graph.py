@@ -33,6 +33,13 @@ class GraphError(VoodooError):
     pass
 
 
+def _pair(v) -> list[int]:
+    """A kernel, stride or pad: one number for both sides, or (height, width)."""
+    if isinstance(v, (list, tuple)):
+        return [int(a) for a in v]
+    return [int(v), int(v)]
+
+
 @dataclass
 class _Node:
     name: str            # "x[3]" for a vector element
@@ -65,6 +72,7 @@ class Graph:
         self.outputs: list[int] = []
         self._auto = 0
         self.ops = Recipes(self)
+        self.convs: dict[str, object] = {}   # vector name -> its dsl.conv.ConvLines
 
     # -- the emitter dsl/construct.py builds with -------------------------------------------
     def node_range(self, key: int) -> tuple[int, int]:
@@ -318,6 +326,100 @@ class Graph:
     def relu(self, x, cap: int | None = None):
         return self._op(self.ops.relu, lift(x), "relu", cap)
 
+    # -- convolutions and pools (dsl/conv.py) ------------------------------------------------
+    def conv2d(self, x, shape, weight, bias=None, stride=1, pad=0, s: int | None = None,
+               cap: int | None = None, name: str | None = None) -> list[Affine]:
+        """A 2-D convolution of the vector `x` read as an image of `shape` (C, H, W):
+        `weight` holds integers of shape (out, C, kh, kw) (torch.nn.Conv2d's), `bias` one
+        per output channel. The result is a neuron vector (out, OH, OW), flattened channel
+        by channel: identity, or relu(s=s, max=cap) when `s` is given. Written as one
+        `lines ... conv(...)` statement (docs/dnet.md, "Convolutions and pooling")."""
+        import numpy as np
+
+        w = np.asarray(weight)
+        if w.ndim != 4 or w.shape[1] != (tuple(shape) + (0,))[0]:
+            raise GraphError(f"graph '{self.network}': conv2d weight has shape {w.shape}; it "
+                             f"needs (out, {tuple(shape)[0] if shape else 'C'}, kh, kw)\n"
+                             "    hint: the layout of torch.nn.Conv2d.weight")
+        params = {"in": [int(v) for v in shape], "out": int(w.shape[0]),
+                  "kernel": [int(w.shape[2]), int(w.shape[3])], "stride": _pair(stride),
+                  "pad": _pair(pad)}
+        rows = [[int(v) for v in row] for row in w.reshape(w.shape[0], -1).tolist()]
+        per = [0] * w.shape[0] if bias is None else [int(b) for b in np.asarray(bias).ravel()]
+        if len(per) != w.shape[0]:
+            raise GraphError(f"graph '{self.network}': conv2d has {w.shape[0]} output channels "
+                             f"but {len(per)} biases\n    hint: one bias per output channel")
+        gate = Identity() if s is None else Relu(s, cap)
+        return self._shaped("conv", x, params, rows, gate, per, name)
+
+    def avgpool(self, x, shape, kernel, stride=None, pad=0, name: str | None = None
+                ) -> list[Affine]:
+        """The sum of each window of `x` read as an image of `shape` (C, H, W), channel by
+        channel: identity neurons (free in a map: they ride on their readers' lines);
+        divide where it matters. stride defaults to the kernel."""
+        params = {"in": [int(v) for v in shape], "kernel": _pair(kernel),
+                  "stride": _pair(kernel if stride is None else stride), "pad": _pair(pad)}
+        return self._shaped("avgpool", x, params, None, Identity(), None, name)
+
+    def maxpool(self, x, shape, kernel, stride=None, pad=0) -> list[Affine]:
+        """The largest value of each window of `x` read as an image of `shape` (C, H, W):
+        one g.max per window (its relu neurons, docs/graph.md)."""
+        from . import conv
+
+        vals = [lift(v) for v in x]
+        c = self._checked_conv("maxpool", {"in": [int(v) for v in shape], "kernel": _pair(kernel),
+                                           "stride": _pair(kernel if stride is None else stride),
+                                           "pad": _pair(pad)}, None, len(vals))
+        return [self.max(*[vals[i] for i, _ in win]) for win in conv.windows(c)]
+
+    def _checked_conv(self, kind: str, params: dict, rows, n_src: int):
+        from . import conv
+
+        try:
+            c = conv.make(kind, params, rows)
+            conv.check_sizes(c, n_src, None)
+        except conv.ShapeError as e:
+            raise GraphError(f"graph '{self.network}': {e.message}\n    hint: {e.hint}") from None
+        return c
+
+    def _shaped(self, kind: str, x, params: dict, rows, gate, per_channel, name) -> list[Affine]:
+        """The neuron vector of a conv or avgpool over the nodes of x, recorded so that
+        to_dnet writes the convolution, not its lines."""
+        from . import conv
+
+        group, start, ids = self._image(x)
+        c = self._checked_conv(kind, params, rows, len(ids))
+        if name is None:
+            name = self._fresh(kind)
+        self._declare(name)
+        out, plane = c.out_shape, c.out_shape.height * c.out_shape.width
+        sums: list[dict] = [{} for _ in range(out.size)]
+        for i, j, w in conv.lines_of(c):
+            sums[j][ids[i]] = w
+        made = []
+        for j, terms in enumerate(sums):
+            value = Affine(tuple(terms.items()), per_channel[j // plane] if per_channel else 0)
+            acc = self.ops.range(value)
+            made.append(self._add(name, j, gate, value, value_range(gate, acc, self.steps),
+                                  group=name, generated=False))
+        self.convs[name] = conv.ConvLines(c, group, start, name, 0)
+        return [Affine.of(k) for k in made]
+
+    def _image(self, x) -> tuple[str, int, list[int]]:
+        """(vector, first element, node ids) of x when it is consecutive elements of one
+        vector; otherwise x is named first (identity neurons: free in a map)."""
+        vals = [lift(v) for v in x]
+        keys = [v.terms[0][0] if len(v.terms) == 1 and v.terms[0][1] == 1 and v.const == 0
+                else None for v in vals]
+        if keys and None not in keys:
+            first = self.nodes[keys[0]]
+            members = self.groups.get(first.group, [])
+            start = members.index(keys[0]) if keys[0] in members else -1
+            if start >= 0 and members[start:start + len(keys)] == keys:
+                return first.group, start, keys
+        named = self.name(vals, self._fresh("image"))
+        return self._image(named)
+
     # -- output -------------------------------------------------------------------------------
     def to_dnet(self) -> str:
         """The graph as .dnet text, with the names the user gave."""
@@ -348,7 +450,8 @@ class Graph:
                 out.append(f"neuron {n.name} : {gate}" + (f" = {body}" if body else ""))
                 continue
             out.append(f"neuron {n.group}{size} : {gate}")
-            out += self._vector_lines(n.group, ids)
+            out += (self._conv_lines(n.group, ids) if n.group in self.convs
+                    else self._vector_lines(n.group, ids))
         names = []
         for o in self.outputs:
             names.append(self._ref(o))
@@ -388,6 +491,19 @@ class Graph:
                 by_source.setdefault(vec, []).append(f"{s.index or 0} -> {i} : {w}")
         out = [f"lines {src} -> {group} sparse {{ {', '.join(entries)} }}"
                for src, entries in by_source.items()]
+        bias = [self.nodes[k].value.const for k in ids]
+        if any(bias):
+            out.append(f"bias {group} = [{', '.join(map(str, bias))}]")
+        return out
+
+    def _conv_lines(self, group: str, ids: list[int]) -> list[str]:
+        """A convolution's vector: its one lines statement and its biases."""
+        rec = self.convs[group]
+        c = rec.conv
+        src = rec.ref("src", self.groups)
+        out = [f"lines {src} -> {group} {c.text()}" + (
+            " [\n" + "".join(f"  [{', '.join(map(str, r))}],\n" for r in c.rows()) + "]"
+            if c.kind == "conv" else "")]
         bias = [self.nodes[k].value.const for k in ids]
         if any(bias):
             out.append(f"bias {group} = [{', '.join(map(str, bias))}]")

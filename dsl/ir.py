@@ -168,6 +168,9 @@ class Netlist:
     acc_range: list[Range] = field(default_factory=list)    # filled by dsl.ranges
     value_range: list[Range] = field(default_factory=list)
     state_range: dict[int, Range] = field(default_factory=dict)  # spike membranes
+    # Convolutions and pools written as such (dsl/conv.ConvLines): their lines are in the
+    # nodes' weights like any others; the record lets writers say `conv` instead.
+    convs: list = field(default_factory=list)
 
     def by_name(self, name: str) -> Node:
         for n in self.nodes:

@@ -39,11 +39,18 @@ MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
 # The schema of the JSON form: the keys each object may have. Types and values are checked
 # where they are read (below, and by the NetBuilder), each error naming its JSON path.
 TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs",
-            "feedback", "done"}
+            "feedback", "done", "convs"}
+# A convolution or pool between two vectors (dsl/conv.py): its lines are not listed.
+CONV_KEYS = {"kind", "from", "to", "in", "out", "kernel", "stride", "pad", "weights"}
+_SLICE = re.compile(rf"({_SEGMENT}(?:\.{_SEGMENT}){{0,8}})(?:\[([0-9]{{1,9}}):([0-9]{{1,9}})\])?")
 VECTOR_KEYS = {"name", "size", "gate"}
 GATE_KEYS = {"input": {"lo", "hi"}, "identity": set(), "relu": {"s", "max"}, "step": {"t"},
              "lut": {"lo", "table"}, "product": {"a", "b"},
              "spike": {"threshold", "leak", "reset", "init"}, "prev": {"of", "init"}}
+
+
+CONV_HINT = ('[{"kind": "conv", "from": "x", "to": "h", "in": [1, 12, 12], "out": 8, '
+             '"kernel": 4, "stride": 2, "pad": 1, "weights": [[...], ...]}]')
 
 
 class _TooLarge(str):
@@ -89,7 +96,11 @@ def to_json(net: Netlist) -> dict:
             gate["init"] = [net.nodes[i].gate.init for i in ids]
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
                         "gate": gate})
-    lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
+    from .conv import covered
+
+    convs, in_conv = covered(net)
+    lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()
+             if (s, n.id) not in in_conv]
     bias = {n.name: n.bias for n in net.nodes if n.bias}
     doc = {"format": FORMAT, "version": VERSION, "name": net.name,
            "steps": "open" if net.open else net.steps,
@@ -99,7 +110,18 @@ def to_json(net: Netlist) -> dict:
         doc["feedback"] = {net.nodes[x].name: net.nodes[y].name for x, y in net.feedback.items()}
     if net.done is not None:
         doc["done"] = net.nodes[net.done].name
+    if convs:
+        doc["convs"] = [conv_to_json(rec, net.groups) for rec in convs]
     return doc
+
+
+def conv_to_json(rec, groups) -> dict:
+    c = rec.conv
+    out = {"kind": c.kind, "from": rec.ref("src", groups), "to": rec.ref("dst", groups),
+           **c.params()}
+    if c.kind == "conv":
+        out["weights"] = c.rows()
+    return out
 
 
 def dumps(net: Netlist) -> str:
@@ -158,9 +180,12 @@ def check_schema(doc, filename: str) -> None:
         bad("name", f"network name {str(name)[:40]!r} is not a name",
             "letters, digits and _, not starting with a digit (it names the WAD file)")
     for key, kind, hint in (("lines", list, '[["x[0]", "h[1]", -2]]'), ("bias", dict, '{"h[0]": -1}'),
-                            ("outputs", list, '["y"]')):
+                            ("outputs", list, '["y"]'), ("convs", list, CONV_HINT)):
         if key in doc and not isinstance(doc[key], kind):
             bad(key, f"{key} must be {'a list' if kind is list else 'an object'}", hint)
+    for k, c in enumerate(doc["convs"] if isinstance(doc.get("convs"), list) else []):
+        if isinstance(c, dict):
+            keys(c, CONV_KEYS, f"convs[{k}]")
     vectors = doc.get("vectors")
     for k, v in enumerate(vectors if isinstance(vectors, list) else []):
         if not isinstance(v, dict):
@@ -207,6 +232,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     r.declare_products()
     r.declare_prevs()
     r.lines(doc.get("lines") or [])
+    r.convs(doc.get("convs") or [])
     r.biases(doc.get("bias", {}))
     r.outputs(doc.get("outputs", []))
     r.recurrence(doc)
@@ -393,6 +419,46 @@ class _Reader:
             si, di = self.b.resolve(*s), self.b.resolve(*d)
             if si is not None and di is not None:
                 self.b.add_line(si, di, line[2], self.at(path))
+
+    def vector_ref(self, ref, path: str) -> list[int] | None:
+        """NAME (a whole vector) or NAME[a:b] (a slice) as node ids."""
+        m = _SLICE.fullmatch(ref) if isinstance(ref, str) else None
+        if not m:
+            self.bad(path, f"bad vector reference {str(ref)[:40]!r}", 'write "x" or "x[0:16]"')
+            return None
+        start, stop = (None, None) if m.group(2) is None else (int(m.group(2)), int(m.group(3)))
+        return self.b.resolve_vector(m.group(1), start, stop, self.at(path))
+
+    def convs(self, convs) -> None:
+        """Convolutions and pools: {"kind": "conv", "from": "x", "to": "h", "in": [C, H, W],
+        "out": O, "kernel": K, "stride": S, "pad": P, "weights": [[...], ...]}."""
+        from . import conv
+
+        for k, c in enumerate(convs):
+            path = f"convs[{k}]"
+            if not isinstance(c, dict) or c.get("kind") not in conv.KINDS:
+                self.bad(path + (".kind" if isinstance(c, dict) else ""),
+                         "a conv entry needs a kind: conv or avgpool", CONV_HINT)
+                continue
+            src = self.vector_ref(c.get("from"), path + ".from")
+            dst = self.vector_ref(c.get("to"), path + ".to")
+            if src is None or dst is None:
+                continue
+            weights = c.get("weights")
+            if weights is not None and not (isinstance(weights, list) and all(
+                    isinstance(r, list) and all(_is_int(w) for w in r) for r in weights)):
+                self.bad(path + ".weights", "weights must be a list of rows of integers",
+                         '"weights": [[1, 0, -1], [2, 1, 0]]')
+                continue
+            params = {key: v for key, v in c.items() if key in ("in", "out", "kernel",
+                                                                 "stride", "pad")}
+            try:
+                got = conv.make(c["kind"], params, weights)
+                conv.check_sizes(got, len(src), len(dst))
+            except conv.ShapeError as e:
+                self.bad(path + (f".{e.key}" if e.key else ""), e.message, e.hint)
+                continue
+            self.b.add_conv(got, src, dst, self.at(path))
 
     def biases(self, bias) -> None:
         if not isinstance(bias, dict):

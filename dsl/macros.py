@@ -42,7 +42,9 @@ class _Emitter:
         return self.ranges[key]
 
     def _name(self, role: str) -> str:
-        base = f"{self.owner}__{re.sub(r'[^a-z0-9]+', '_', role.lower()).strip('_')}"
+        # An element of a vector of operations (maxpool's m[3]) names its parts m_3__role.
+        owner = re.sub(r"\[(\d+)\]$", r"_\1", self.owner)
+        base = f"{owner}__{re.sub(r'[^a-z0-9]+', '_', role.lower()).strip('_')}"
         name, k = base, 1
         while name in self.b.groups:
             k += 1

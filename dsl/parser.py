@@ -18,9 +18,11 @@ from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
 from .ir import PREV_SUFFIX, Identity, Netlist
 from .macros import MACROS
+from . import conv
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DIGITS = 18  # beyond this a literal cannot be a valid weight, bias or bound anyway
+MAX_POOL_WINDOW = 99  # the max operation takes at most 99 operands
 
 _PARSER: Lark | None = None
 
@@ -130,6 +132,7 @@ class _Elaborator:
         self.file = filename
         self.b = NetBuilder(filename)
         self.tables: dict[str, tuple[list, Pos]] = {}   # name -> (lut arguments, where)
+        self.pools: list = []   # maxpool neurons, resolved once everything is declared
 
     def pos(self, item) -> Pos:
         if isinstance(item, Token):
@@ -169,6 +172,8 @@ class _Elaborator:
                 later.append((k, lambda s=s: getattr(self, s.data)(s)))
         for _, action in later:
             action()
+        for action in self.pools:  # maxpool windows: every vector is declared by now
+            action()
         return self.b.build()
 
     # -- declarations --------------------------------------------------------------------------
@@ -198,6 +203,9 @@ class _Elaborator:
         gname_tok, gargs = gate_tree.children
         gname = str(gname_tok)
         args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        if gname == "maxpool":
+            self.maxpool_neuron(name, size, args, gate_tree, sum_tree, decl)
+            return
         if gname in MACROS:  # an operation (select, equals, ...): dsl/macros.py lowers it
             self.macro_neuron(name, size, gname, args, gate_tree, sum_tree, decl)
             return
@@ -291,7 +299,9 @@ class _Elaborator:
             return
         kind = body.data
         pos = self.pos(body)
-        if kind == "dense":
+        if kind == "shaped":
+            self.shaped_lines(src, dst, body.children[0])
+        elif kind == "dense":
             rows = [r for r in body.children[0].children if r is not None]
             if len(rows) != len(dst):
                 self.b.error(pos, f"dense matrix has {len(rows)} rows but the destination "
@@ -418,6 +428,86 @@ class _Elaborator:
             src = self.b.resolve(name, idx, self.pos(ref))
             if src is not None:
                 self.b.add_line(src, dst, -w if neg else w, pos)
+
+    # -- convolutions and pools (dsl/conv.py; docs/dnet.md, "Convolutions and pooling") -------
+    def shape_params(self, kind: str, args: list, pos: Pos):
+        """{name: int or list} of a conv / pool's parameters and {name: Pos}, or None."""
+        params, where = {}, {}
+        for key, value, apos in args:
+            if key is None:
+                self.b.error(apos, f"{kind} takes named parameters", f"write {conv.USAGE[kind]}")
+                return None
+            if key in params:
+                self.b.error(apos, f"parameter '{key}' is given twice", "give it once")
+                return None
+            if not (isinstance(value, int) or isinstance(value, list)):
+                self.b.error(apos, f"{kind}: '{key}' must be a number or a list of numbers",
+                             f"write {conv.USAGE[kind]}")
+                return None
+            params[key], where[key] = value, apos
+        return params, where
+
+    def make_conv(self, kind: str, args: list, rows, pos: Pos, n_src: int, n_dst: int | None):
+        """A checked conv.Conv, or None after a positioned error."""
+        got = self.shape_params(kind, args, pos)
+        if got is None:
+            return None
+        params, where = got
+        try:
+            c = conv.make(kind, params, rows)
+            conv.check_sizes(c, n_src, n_dst)
+        except conv.ShapeError as e:
+            self.b.error(where.get(e.key, pos), e.message, e.hint)
+            return None
+        return c
+
+    def shaped_lines(self, src: list[int], dst: list[int], body: Tree) -> None:
+        """lines SRC -> DST conv(...) [[...]] or avgpool(...)."""
+        name_tok, gargs, matrix = body.children
+        kind, pos = str(name_tok), self.pos(name_tok)
+        if kind not in conv.KINDS:
+            hint = did_you_mean(kind, (*conv.KINDS, "dense", "sparse", "diag", "all"))
+            self.b.error(pos, f"unknown lines form '{kind}'", hint or
+                         "lines take dense, sparse, diag, all, conv(...) or avgpool(...)")
+            return
+        args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        rows = None if matrix is None else [
+            [self.signed(c) for c in row.children if c is not None]
+            for row in matrix.children if row is not None]
+        c = self.make_conv(kind, args, rows, pos, len(src), len(dst))
+        if c is not None:
+            self.b.add_conv(c, src, dst, pos)
+
+    def maxpool_neuron(self, name, size, args, gate_tree, sum_tree, decl) -> None:
+        """neuron DST[N] : maxpool(SRC, in=[C, H, W], kernel=K, stride=S, pad=P)."""
+        gpos = self.pos(gate_tree)
+        if sum_tree is not None:
+            self.b.error(self.pos(sum_tree), "maxpool takes no weighted sum",
+                         f"write {conv.USAGE['maxpool']}")
+        ids = self.b.declare_maxpool(name, size, self.pos(decl))
+        if not args or args[0][0] is not None or not isinstance(args[0][1], tuple) \
+                or not isinstance(args[0][1][0], str):
+            self.b.error(gpos, "maxpool needs its source first", f"write {conv.USAGE['maxpool']}")
+            return
+        (ref, sel), rpos = args[0][1], args[0][2]
+        self.pools.append(lambda: self.maxpool_windows(ids, size, ref, sel, rpos, args[1:], gpos))
+
+    def maxpool_windows(self, ids, size, ref, sel, rpos, args, gpos) -> None:
+        if isinstance(sel, tuple):
+            src = self.b.resolve_vector(ref, sel[1], sel[2], rpos)
+        else:
+            src = self.b.resolve_vector(ref, sel, None, rpos, single=sel is not None)
+        if src is None or not ids:
+            return
+        c = self.make_conv("maxpool", args, None, gpos, len(src), len(ids))
+        if c is None:
+            return
+        area = c.kernel[0] * c.kernel[1]
+        if area > MAX_POOL_WINDOW:
+            self.b.error(gpos, f"maxpool: a window of {area} elements is too large",
+                         f"a maxpool window holds at most {MAX_POOL_WINDOW} elements")
+            return
+        self.b.set_maxpool(ids, c, src, gpos)
 
     # -- vector-level forms (docs/dnet.md, "Vector forms") ------------------------------------
     def table_stmt(self, t: Tree) -> None:

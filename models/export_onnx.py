@@ -18,6 +18,8 @@ their nodes' previous values instead of x (the reference's None); output `y` is
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from dsl.diagnostics import VoodooError
@@ -187,6 +189,8 @@ def to_onnx(net, steps: int | None = None):
     model = helper.make_model(graph, producer_name="voodoonet",
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8  # readable by onnxruntime releases back to 1.10
+    # ONNX has no integer ranges; the importer (models/onnx_import.py) reads them back here.
+    helper.set_model_props(model, {"voodoonet.input_ranges": json.dumps(net.input_ranges())})
     onnx.checker.check_model(model, full_check=True)
     return model
 
