@@ -193,14 +193,30 @@ def _no_tiling_hint(layout: Layout, out: list[Diagnostic]) -> list[Diagnostic]:
             for d in out]
 
 
+def _widest_lanes(layout: Layout, n: int = 3) -> tuple[Pos | None, str]:
+    """The position of the neuron with the longest lane, and a clause naming the `n`
+    longest lanes (what a map's width comes from: a lane is one corridor along x, and the
+    longest one sets its column's width)."""
+    if not layout.lanes:
+        return None, ""
+    names, net = _names(layout), layout.circuit.net
+    longest = sorted(layout.lanes, key=lambda g: (-g.length, g.lane.tid))[:n]
+    parts = [f"'{names[g.lane.node]}{g.lane.label}' {g.length:,.0f} units "
+             f"({len(g.lane.doors)} doors, values {g.lane.plane_lo}..{g.lane.plane_hi})"
+             for g in longest]
+    return net.nodes[longest[0].lane.node].pos, f"; the longest lanes: {', '.join(parts)}"
+
+
 def check_budgets(layout: Layout) -> list[Diagnostic]:
     out = []
     m = layout.model
     where = Pos(layout.circuit.net.source)
     x0, y0, x1, y1 = m.extent()
     if x0 < P.COORD_MIN or y0 < P.COORD_MIN or x1 > P.COORD_MAX or y1 > P.COORD_MAX:
-        out.append(Diagnostic(where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
-                                     f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}",
+        pos, widest = _widest_lanes(layout)
+        out.append(Diagnostic(pos or where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
+                                            f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}"
+                                            f"{widest}",
                               "split the network over several maps (tiles) or shorten its "
                               "lanes (smaller ranges, fewer relu levels)"))
     dolls = len(layout.lanes)
