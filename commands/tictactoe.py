@@ -22,5 +22,10 @@ def run(args) -> int:
 
     check_games(args.games)  # before the map is built
     args.output = output_path(args.output, default_wad("tictactoe"))
+    if args.screenshot:  # the picture goes beside the WAD (demos/tictactoe.py)
+        import os
+
+        output_path(os.path.splitext(args.output)[0] + "-board.png", option="--screenshot",
+                    sources=(args.output,))
 
     return run_demo(args)
