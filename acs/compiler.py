@@ -206,6 +206,7 @@ class Compiler:
                                 "statements or expressions)",
                                 "split the expression or the statement into smaller parts")
         self.diag.check()
+        self.intern_literals(items)
         self.declare(items)
         self.assign_map_slots()
         for it in items:
@@ -537,6 +538,22 @@ class Compiler:
             elif isinstance(n, A.Ternary):
                 stack += [n.cond, n.then, n.other]
         return found
+
+    def intern_literals(self, items: list) -> None:
+        """Number every string literal as acc does: in source order, as the parser meets
+        it (in a map variable's initialiser, in code that never runs), so that string 0,
+        which an unset `str` holds, is the same string under both compilers. A named
+        script's name is not a literal here (it goes to SNAM)."""
+        for it in items:
+            self.file = getattr(it, "file", self.file)
+            found, stack = [], [it.body] if isinstance(it, A.Script) else [it]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, A.Str):
+                    found.append(n)
+                stack += A.children(n)
+            for lit in sorted(found, key=lambda n: (n.line, n.col)):
+                self.intern(lit)
 
     def intern(self, s: A.Str) -> int:
         """The STRL index of string literal `s`; the first one past the limit is where the

@@ -201,3 +201,59 @@ def test_library_strings_in_the_engine(tmp_path):
         e.advance(3)
         assert e.users()[:5] == [len("library!"), len("library-map-variable"),
                                  len("library-array-element"), 1, 22 + 1 + 2]
+
+
+# ---- 23. strings are numbered in source order, as acc numbers them (issue 25 item 13) --------
+def strl(lump: bytes) -> list[str]:
+    """The string table of a lump, ours (ACSe chunks) or acc's (ACS0 header, ACSe chunks)."""
+    i = lump.find(b"STRL")
+    if i < 0:
+        return []
+    body = lump[i + 8:i + 8 + struct.unpack_from("<I", lump, i + 4)[0]]
+    n = struct.unpack_from("<I", body, 4)[0]
+    return [body[o:body.index(b"\0", o)].decode()
+            for o in struct.unpack_from(f"<{n}I", body, 12)]
+
+
+STRING_ORDER = {
+    "map variable first": ('str t = "abc";\nscript 1 (void) { str s; Print(s:"z"); }\n',
+                           ["abc", "z"]),
+    "array and a later variable": ('function void f(void) { Print(s:"f"); }\n'
+                                   'str arr[2] = {"x", "y"};\nscript 1 (void) { Print(s:"s"); '
+                                   'f(); }\nstr late = "late";\n',
+                                   ["f", "x", "y", "s", "late"]),
+    "repeated": ('str a1[3] = {"p", "q"};\nstr b1 = "p";\nscript 1 (void) { Print(s:"r"); }\n',
+                 ["p", "q", "r"]),
+    "named script": ('script "foo" (void) { Print(s:"k"); }\nstr z = "zz";\n', ["k", "zz"]),
+    "code that never runs": ('script 1 (void) { if (0) Print(s:"dead"); Print(s:"live"); }\n',
+                             ["dead", "live"]),
+}
+
+
+@pytest.mark.parametrize("name", list(STRING_ORDER))
+def test_strings_are_numbered_in_source_order(name):
+    src, want = STRING_ORDER[name]
+    assert strl(acs.compile_source('#include "zcommon.acs"\n' + src, "t.acs")) == want
+
+
+@pytest.mark.parametrize("name", list(STRING_ORDER))
+def test_string_numbering_equals_the_real_accs(name):
+    from acs.external import compile_with_acc, find_acc
+
+    if find_acc() is None:
+        pytest.skip("NOT RUN: the real acc is not installed; set $ACC to its path (or put "
+                    "acc on PATH) to compare with it")
+    src, want = STRING_ORDER[name]
+    assert strl(compile_with_acc('#include "zcommon.acs"\n' + src, "t.acs")) == want
+
+
+def test_an_unset_str_is_string_0_as_under_acc(tmp_path):
+    """The issue's program: `str t = "abc";` before a script using "z": an unset `str s`
+    holds string 0, "abc" (length 3) under acc and under ours."""
+    src = ('#include "zcommon.acs"\nglobal int 1:g;\nstr t = "abc";\n'
+           'script 1 OPEN { str s; g = StrLen(s) + 10 * StrLen("z"); }\n')
+    wad = str(tmp_path / "s.wad")
+    write_wad(wad, [MapLump("MAP01", room_textmap(), acs.compile_source(src, "s.acs"))])
+    with Engine(wad) as e:
+        e.advance(3)
+        assert e.user(1) == 3 + 10
