@@ -257,3 +257,52 @@ def test_an_unset_str_is_string_0_as_under_acc(tmp_path):
     with Engine(wad) as e:
         e.advance(3)
         assert e.user(1) == 3 + 10
+
+
+# ---- 24. a function with a value must end in a return, as acc requires (issue 25 item 14) ----
+@pytest.mark.parametrize("body, where", [
+    ("function int f(int a) { if (a) return 5; }", "2:42"),
+    ("function int f(int a) { if (a) return 5; else return 6; }", "2:57"),
+    ("function str f(int a) { }", "2:25"),
+    ("function bool f(int a) { return 1; a++; }", "2:41"),
+    ("function int f(int a) { while (a) { return 1; } }", "2:49"),
+    ("function int f(int a) { switch (a) { default: return 1; } }", "2:59"),
+    ("function int f(int a) { return 1; int b = 2; }", "2:46"),
+    ("function int f(int a)\n{\n    if (a)\n        return 5;\n}", "6:1"),
+])
+def test_a_function_that_can_end_without_a_return_is_refused(body, where):
+    """acc says "Function must return a value." for each (the line of the closing brace):
+    we refuse them too, at the brace; without this the function returned 0."""
+    assert errors('#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n") == [
+        (f"t.acs:{where}", "function 'f' must return a value: it can end here without a "
+                           "return")]
+
+
+@pytest.mark.parametrize("body", [
+    "function int f(int a) { if (a) { return 2; } return 1; }",
+    "function int f(int a) { { { return 1; } } }",
+    "function int f(int a) { return 1;; { } int b; { int c; } }",
+    "function void f(int a) { if (a) return; }",
+])
+def test_functions_acc_accepts_are_accepted(body):
+    acs.compile_source('#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n", "t.acs")
+
+
+def test_the_return_rule_agrees_with_the_real_acc():
+    from acs.external import compile_with_acc, find_acc
+
+    if find_acc() is None:
+        pytest.skip("NOT RUN: the real acc is not installed; set $ACC to its path (or put "
+                    "acc on PATH) to compare with it")
+    for body, refused in [("function int f(int a) { if (a) return 5; else return 6; }", True),
+                          ("function int f(int a) { return 1; int b = 2; }", True),
+                          ("function int f(int a) { return 1;; { } int b; }", False),
+                          ("function int f(int a) { { return 1; } }", False)]:
+        src = '#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n"
+        for compile_ in (acs.compile_source, compile_with_acc):
+            try:
+                compile_(src, "t.acs")
+                got = False
+            except CompileError as e:
+                got = "must return a value" in str(e).lower()
+            assert got == refused, (body, compile_)
