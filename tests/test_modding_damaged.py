@@ -206,7 +206,8 @@ def test_verify_without_the_engine_sees_a_conveyor_that_does_not_carry(built, tm
 
 def test_verify_without_the_engine_sees_a_lane_sector_off_the_conveyor(built, tmp_path):
     def untag(tm):
-        k = next(k for k, s in enumerate(tm.sectors) if str(s.get("comment", "")).startswith("door"))
+        k = next(k for k, s in enumerate(tm.sectors)
+                 if str(s.get("comment", "")).startswith("door"))
         tm.sectors[k]["moreids"] = ""
     found = _edited_errors(built, tmp_path, untag)
     assert any("does not carry the conveyor tag" in f for f in found), found
