@@ -60,9 +60,28 @@ def read_source(path: str, shown: str | None = None) -> str:
         return data.decode("latin-1")
 
 
-def _load(text: str, filename: str, include_dirs) -> list:
+def _with_includes(err: CompileError, included: dict[str, tuple[Pos, ...]]) -> CompileError:
+    """The error with, under each problem in an included file, the #include lines that
+    brought that file in (innermost first), as a C compiler shows them."""
+    if not any(d.pos.file in included for d in err.diagnostics):
+        return err
+    return CompileError([Diagnostic(d.pos, d.message, d.hint, d.severity, d.notes + tuple(
+        f"included from {p}" for p in included.get(d.pos.file, ()))) for d in err.diagnostics])
+
+
+def _load(text: str, filename: str, include_dirs, included: dict | None = None) -> list:
     """Parse `text` and splice in every #include (not the standard headers, which we
-    provide). Iterative, with a depth bound, so include cycles end in an error."""
+    provide). Iterative, with a depth bound, so include cycles end in an error. `included`
+    receives, per included file name, the chain of #include positions that brought it in;
+    an error inside an included file names them."""
+    included = {} if included is None else included
+    try:
+        return _splice(text, filename, include_dirs, included)
+    except CompileError as e:
+        raise _with_includes(e, included) from None
+
+
+def _splice(text: str, filename: str, include_dirs, included: dict) -> list:
     from . import parser
     from .defs import STANDARD_HEADERS
 
@@ -101,6 +120,8 @@ def _load(text: str, filename: str, include_dirs) -> list:
                          f"'{name}' includes itself (directly or through other files)"
                          if found in chain else f"includes nested deeper than {MAX_INCLUDE_DEPTH}",
                          "remove the circular #include")
+        included.setdefault(name, (Pos(item.file, item.line, item.col),
+                                   *included.get(item.file, ())))
         sub_text = read_source(found, name)
         _check_text(sub_text, name)
         sub = parser.parse(sub_text, name)
@@ -115,7 +136,8 @@ def compile_source(text: str, filename: str = "<acs>", include_dirs=()) -> bytes
 
     if not isinstance(text, str):
         raise TypeError("compile_source takes the source as str")
-    items = _load(text, filename, include_dirs)
+    included: dict = {}
+    items = _load(text, filename, include_dirs, included)
     compact = not any(getattr(it, "kind", None) == "nocompact" for it in items)
     # The passes recurse once per nesting level, and nesting is bounded by MAX_NESTING;
     # make sure Python's own limit is not the tighter one.
@@ -123,6 +145,8 @@ def compile_source(text: str, filename: str = "<acs>", include_dirs=()) -> bytes
     sys.setrecursionlimit(max(old_limit, 20000))
     try:
         return Compiler(compact).compile(items)
+    except CompileError as e:
+        raise _with_includes(e, included) from None
     finally:
         sys.setrecursionlimit(old_limit)
 

@@ -209,10 +209,10 @@ class VarDecl(Node):
 
 # ---- statements -----------------------------------------------------------------------------
 class Block(Node):
-    __slots__ = ("stmts",)
+    __slots__ = ("stmts", "end")   # end: (line, col) of the closing brace
 
-    def __init__(self, stmts, line, col):
-        self.stmts, self.line, self.col = stmts, line, col
+    def __init__(self, stmts, line, col, end=(0, 0)):
+        self.stmts, self.line, self.col, self.end = stmts, line, col, end
         self.depth = _depth_list(stmts)
 
 

@@ -155,6 +155,23 @@ class ScriptInfo:
     address: int = 0
 
 
+def _ends_in_return(stmts, last: bool = False) -> bool:
+    """acc's rule for a function with a value: its last statement that makes code, seen
+    through plain blocks, is a return (an empty statement, an empty block or a
+    declaration without a value after it changes nothing; anything else, an if / else
+    included, does not count as returning)."""
+    for st in stmts:
+        if isinstance(st, A.Jump) and st.kind == "return":
+            last = True  # a `return;` without its value is refused where it stands
+        elif isinstance(st, A.Block):
+            last = _ends_in_return(st.stmts, last)
+        elif isinstance(st, A.VarDecl):
+            last = last and all(item.init is None for item in st.items)
+        elif not isinstance(st, A.Empty):
+            last = False
+    return last
+
+
 @dataclass
 class _Frame:
     """Locals of the script or function being compiled. Names are block scoped, but like
@@ -206,6 +223,7 @@ class Compiler:
                                 "statements or expressions)",
                                 "split the expression or the statement into smaller parts")
         self.diag.check()
+        self.intern_literals(items)
         self.declare(items)
         self.assign_map_slots()
         for it in items:
@@ -538,6 +556,22 @@ class Compiler:
                 stack += [n.cond, n.then, n.other]
         return found
 
+    def intern_literals(self, items: list) -> None:
+        """Number every string literal as acc does: in source order, as the parser meets
+        it (in a map variable's initialiser, in code that never runs), so that string 0,
+        which an unset `str` holds, is the same string under both compilers. A named
+        script's name is not a literal here (it goes to SNAM)."""
+        for it in items:
+            self.file = getattr(it, "file", self.file)
+            found, stack = [], [it.body] if isinstance(it, A.Script) else [it]
+            while stack:
+                n = stack.pop()
+                if isinstance(n, A.Str):
+                    found.append(n)
+                stack += A.children(n)
+            for lit in sorted(found, key=lambda n: (n.line, n.col)):
+                self.intern(lit)
+
     def intern(self, s: A.Str) -> int:
         """The STRL index of string literal `s`; the first one past the limit is where the
         error will point."""
@@ -599,6 +633,14 @@ class Compiler:
             self.declare_local(p, p.name, p.type)
         fn.address = self.asm.address
         self.block(node.body, new_scope=False)
+        if fn.returns and not _ends_in_return(node.body.stmts):
+            line, col = node.body.end
+            self.diag.error(Pos(self.file, line, col),
+                            f"function '{fn.name}' must return a value: it can end here "
+                            "without a return",
+                            "end the function with `return VALUE;` (as acc, the last "
+                            "statement must be a return, even after an if / else that "
+                            "returns in both branches)")
         self.asm.op("RETURNVOID")
         fn.locals = self.frame.slots
         if fn.locals > MAX_LOCALS:

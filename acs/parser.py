@@ -202,7 +202,7 @@ class _Builder(Transformer):
 
     # ---- statements ----
     def block(self, c):
-        return A.Block(c[1:], c[0].line, c[0].column)
+        return A.Block(c[1:-1], c[0].line, c[0].column, (c[-1].line, c[-1].column))
 
     def if_stmt(self, c):
         return A.If(c[1], c[2], None, c[0].line, c[0].column)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 import re
 import struct
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
+from dsl.util import atomic_output
 
 _MAP_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,7}$")
 # Lumps the engine accepts inside a text map's group (others are skipped by it too).
@@ -82,26 +81,6 @@ def _check_maps(path: str, maps) -> None:
         seen.add(m.name)
         if m.behavior is not None and m.behavior[:3] != b"ACS":
             raise WadError(f"{path}: BEHAVIOR of {m.name} is not a compiled ACS lump")
-
-
-@contextmanager
-def atomic_output(path: str, suffix: str):
-    """Yield a temporary file name beside `path`; it replaces `path` only if the block
-    finishes, and is removed otherwise, so readers never see a half-written file."""
-    from dsl.util import new_file_mode
-
-    mode = new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix,
-                               dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    try:
-        yield tmp
-        os.chmod(tmp, mode)  # mkstemp makes 0600: the umask (or the replaced file) decides
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,

@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    from acs.wad import atomic_output
+    from dsl.util import atomic_output
 
     with atomic_output(path, ".o") as tmp:
         with open(tmp, "wb") as f:
@@ -32,10 +32,13 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def run(args) -> int:
+    from commands.common import output_path
+
     source = args.source
     output = args.output or os.path.splitext(source)[0] + ".o"
     if os.path.abspath(output) == os.path.abspath(source):
         raise VoodooError(f"{output}: the output would overwrite the source; pass -o OUT.o")
+    output_path(output, sources=(source,))
     if args.acc == "external":
         from acs.external import compile_file_external
         lump = compile_file_external(source, include_dirs=args.include)

@@ -28,6 +28,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from commands.common import output_path
     from demos.brainlevel.demo import run as demo
+    from dsl.diagnostics import VoodooError
+    from mapgen.compile import default_wad
 
+    args.output = output_path(args.output, default_wad("brainlevel"))
+    if args.gif is not None:
+        if not args.gif.lower().endswith(".gif"):
+            raise VoodooError(f"--gif {args.gif}: give a .gif file")
+        output_path(args.gif, option="--gif", sources=(args.output,))
     return demo(args)

@@ -87,10 +87,16 @@ def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None
 
 def output_path(path: str | None, default: str | None = None, *, option: str = "-o",
                 sources: tuple = ()) -> str:
-    """Check where an output will go before any work is done: one line naming the path
-    for an empty name, a directory, a missing or non-directory parent, a directory we
-    cannot write in, or an output that would replace one of the command's own inputs."""
+    """The one check of where an output will go, made by every command for every file it
+    writes, before any work: one line naming the path for an empty name, a directory, a
+    missing or non-directory parent (never created), a place nothing can be written in
+    (permissions, a read-only or pseudo file system such as /proc: found by creating and
+    removing a temporary file there, which root's permissions do not tell), an existing
+    device node, FIFO or socket (never replaced: dsl/util.atomic_output writes only onto
+    regular files or new names), or one of the command's own inputs. Only the default
+    (wads/<name>) gets its folder made."""
     from dsl.diagnostics import VoodooError
+    from dsl.util import not_a_file
 
     if path is None:
         if default is None:
@@ -99,7 +105,7 @@ def output_path(path: str | None, default: str | None = None, *, option: str = "
         path = default
     if path == "" or path.endswith(os.sep):
         raise VoodooError(f"{option} '{path}': give a file name")
-    full = os.path.abspath(path)
+    full = os.path.realpath(path)  # through a symlink: where the file really goes
     parent = os.path.dirname(full)
     if os.path.isdir(full):
         raise VoodooError(f"{option} {path}: is a directory; give a file name")
@@ -111,14 +117,30 @@ def output_path(path: str | None, default: str | None = None, *, option: str = "
                           "first or write elsewhere")
     if not os.path.isdir(parent):
         raise VoodooError(f"{option} {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise VoodooError(f"{option} {path}: cannot write in {parent} (permission denied)")
-    if os.path.exists(full) and not os.path.isfile(full):
-        raise VoodooError(f"{option} {path}: not a regular file; give a file name")
+    what = not_a_file(full)
+    if what:
+        raise VoodooError(f"{option} {path}: is {what}, not a regular file: it is never "
+                          "replaced; give a file name")
+    _probe(path, parent, option)
     for src in sources:
-        if src and (full == os.path.abspath(src) or _same_file(full, src)):
+        if src and (full == os.path.realpath(src) or _same_file(full, src)):
             raise VoodooError(f"{option} {path}: the output would overwrite the input {src}")
     return path
+
+
+def _probe(path: str, parent: str, option: str) -> None:
+    """Create and remove a temporary file where the output's own will go."""
+    import tempfile
+
+    from dsl.diagnostics import VoodooError
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-probe-", dir=parent)
+    except OSError as e:
+        raise VoodooError(f"{option} {path}: cannot write in {parent} "
+                          f"({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -46,7 +46,7 @@ def run(args) -> int:
 def _write(out: str, acs: str | None, maps, net, tiles) -> None:
     """The WAD and (with --acs) the ACS source: both written to temporary files first and
     renamed only when both are complete, so a failure leaves neither."""
-    from acs.wad import atomic_output
+    from dsl.util import atomic_output
     from commands.common import writing
     from mapgen.compile import write_wad
 

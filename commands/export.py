@@ -42,8 +42,6 @@ def run(args) -> int:
 
 def run_model(args) -> int:
     """--onnx / --torch: validate the arguments, build the whole file, then write it at once."""
-    import os
-
     from dsl import load
     from dsl.diagnostics import VoodooError
 
@@ -51,10 +49,10 @@ def run_model(args) -> int:
         raise VoodooError("export: give one of --onnx and --torch, not both")
     if args.onnx and not args.output:
         raise VoodooError("export --onnx writes a binary file: name it with -o OUT.onnx")
-    if args.output and os.path.exists(args.output) and os.path.exists(args.file) \
-            and os.path.samefile(args.output, args.file):
-        raise VoodooError(f"export: -o {args.output} is the netlist being exported; "
-                          "choose another output file")
+    if args.output:
+        from commands.common import output_path
+
+        output_path(args.output, sources=(args.file,))
     net = load(args.file)
     if args.steps is not None and not net.multi_step:
         raise VoodooError(f"export --steps: {net.source} is a one-step netlist")
@@ -73,8 +71,10 @@ def run_model(args) -> int:
     if not args.output:
         print(data.decode(), end="")
         return 0
+    from commands.common import writing
     from dsl.util import atomic_write
 
-    atomic_write(args.output, data)
+    with writing(args.output, "the model"):
+        atomic_write(args.output, data)
     print(f"wrote {args.output}: {summary}")
     return 0

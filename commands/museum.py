@@ -21,6 +21,10 @@ def run(args) -> int:
     from demos.museum import MuseumDriver, build, mutated, pattern
 
     out = output_path(args.output, os.path.join(WADS, "museum.wad"))
+    base = os.path.splitext(out)[0]
+    if args.screenshot:  # the pictures go beside the WAD: checked the same way, first
+        for part in ("before", "after", "lanes"):
+            output_path(f"{base}-{part}.png", option="--screenshot", sources=(out,))
     mm = build(acc=args.acc)
     with writing(out, "the WAD"):
         write_wad(out, [mm.compiled], mm.net)
@@ -31,7 +35,6 @@ def run(args) -> int:
         return 0
     from dsl.reference import evaluate
 
-    base = os.path.splitext(out)[0]
     seven = pattern(7)
     with MuseumDriver(out, mm.compiled.manifest, render=True) as d:
         d.set_digit(seven)

@@ -324,17 +324,25 @@ def result(x, o) -> str:
 
 
 
+MAX_GAMES = 1000  # a bound (like brainlevel --episodes), not a workload
+
+
+def check_games(n: int) -> None:
+    from dsl.diagnostics import VoodooError
+
+    if not 1 <= n <= MAX_GAMES:
+        raise VoodooError(f"--games {n}: choose 1..{MAX_GAMES} games")
+
+
 def run(args) -> int:
     """`build.py tictactoe`: build the map, play games in ViZDoom, print them and sizes."""
     import os
 
-    from dsl.diagnostics import VoodooError
     from mapgen.compile import WADS, write_wad
 
     from .tictactoe_policy import all_positions, positions_to_answer
 
-    if args.games < 1:
-        raise VoodooError(f"--games {args.games}: play at least one game")
+    check_games(args.games)
     t = build(acc=args.acc)
     out = args.output or os.path.join(WADS, "tictactoe.wad")
     write_wad(out, [t.compiled], t.net)

@@ -92,12 +92,33 @@ class Affine:
         return not self.terms
 
 
+class NotOneValue(Refused, TypeError):
+    """A list (a vector or a slice) where an operation takes one value: refused like any
+    operation (positioned in .dnet, a GraphError in the graph API), and still a TypeError
+    for Python code that does arithmetic on values."""
+
+
 def lift(v) -> Affine:
     if isinstance(v, Affine):
         return v
     if isinstance(v, int) and not isinstance(v, bool):
         return Affine.constant(v)
+    if isinstance(v, (list, tuple)):
+        raise NotOneValue(f"an operand is a list (a vector or a slice) of {len(v)} "
+                          f"value{'s' * (len(v) != 1)} where one value is needed",
+                          "pass one element (x[0]); min, max, argmax, and, or, xor, equals "
+                          "and switch's values take vectors and slices")
     raise TypeError(f"expected a value or an integer, got {v!r}")
+
+
+def spread(values) -> list[Affine]:
+    """The operands of an operation over any number of values (min, max, argmax, the logic
+    operations, equals, switch's values): a list in them (a vector or a slice) stands for
+    its elements, so max(x[0:2], 1) is max(x[0], x[1], 1)."""
+    out: list[Affine] = []
+    for v in values:
+        out.extend(lift(e) for e in v) if isinstance(v, (list, tuple)) else out.append(lift(v))
+    return out
 
 
 class Emitter(Protocol):
@@ -194,6 +215,7 @@ class Recipes:
     def equals(self, xs: list, consts: list[int]) -> Affine:
         """1 if xs[k] == consts[k] for every k. An element whose constant is an end of its
         range contributes its (linear) distance; any other needs an == first."""
+        xs = spread(xs)
         if len(xs) != len(consts):
             raise Refused(f"equals compares {len(xs)} values with {len(consts)} constants",
                           "give one constant per value")
@@ -232,10 +254,10 @@ class Recipes:
         """values[index], for an index proven within 0..len(values)-1."""
         index = lift(index)
         lo, hi = self.range(index)
-        if not (0 <= lo and hi < len(values)):
-            raise Refused(f"switch index has range {lo}..{hi} but there are {len(values)} "
-                          f"values", f"the index must be proven within 0..{len(values) - 1}")
-        vals = [lift(v) for v in values]
+        vals = spread(values)
+        if not (0 <= lo and hi < len(vals)):
+            raise Refused(f"switch index has range {lo}..{hi} but there are {len(vals)} "
+                          f"values", f"the index must be proven within 0..{len(vals) - 1}")
         if all(v.is_constant for v in vals):
             return self.lut(index, lambda i: vals[i].const, "switch")
         live = list(range(lo, hi + 1))
@@ -248,18 +270,18 @@ class Recipes:
         return out
 
     def and_(self, *bits) -> Affine:
-        bits = [self.bit(lift(b), "an 'and' operand") for b in bits]
+        bits = [self.bit(b, "an 'and' operand") for b in spread(bits)]
         return self.step(sum(bits, Affine()), len(bits), "and")
 
     def or_(self, *bits) -> Affine:
-        bits = [self.bit(lift(b), "an 'or' operand") for b in bits]
+        bits = [self.bit(b, "an 'or' operand") for b in spread(bits)]
         return self.step(sum(bits, Affine()), 1, "or")
 
     def not_(self, bit) -> Affine:
         return 1 - self.bit(lift(bit), "a 'not' operand")
 
     def xor(self, *bits) -> Affine:
-        bits = [self.bit(lift(b), "an 'xor' operand") for b in bits]
+        bits = [self.bit(b, "an 'xor' operand") for b in spread(bits)]
         return self.lut(sum(bits, Affine()), lambda s: s % 2, "xor")
 
     def lookup(self, fn: Callable[..., int], *args) -> Affine:
@@ -288,7 +310,7 @@ class Recipes:
 
     def reduce(self, op, values: list) -> Affine:
         """A balanced tree: n values in ceil(log2 n) layers."""
-        vals = [lift(v) for v in values]
+        vals = spread(values)
         if not vals:
             raise Refused("min / max of no values", "give at least one value")
         while len(vals) > 1:
@@ -300,7 +322,7 @@ class Recipes:
         """One-hot of the largest value, ties to the lowest index: c[i][j] = [v_i >= v_j]
         for i < j, then best_i = [i beats all n-1 others]. `gate` (a 0/1 value) can zero the
         whole answer at no extra depth."""
-        vals = [lift(v) for v in values]
+        vals = spread(values)
         n = len(vals)
         if n == 0:
             raise Refused("argmax of no values", "give at least one value")

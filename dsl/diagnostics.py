@@ -29,11 +29,14 @@ class Diagnostic:
     message: str
     hint: str = ""
     severity: str = "error"
+    notes: tuple[str, ...] = ()   # further lines, e.g. "included from a.acs:3:1"
 
     def __str__(self) -> str:
         text = f"{self.pos}: {self.severity}: {self.message}"
         if self.hint:
             text += f"\n    hint: {self.hint}"
+        for note in self.notes:
+            text += f"\n    {note}"
         return text
 
 

@@ -34,6 +34,7 @@ _NET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _SEGMENT = r"[A-Za-z_][A-Za-z0-9_]{0,99}"
 _NAME = re.compile(rf"{_SEGMENT}(?:\.{_SEGMENT}){{0,8}}")
 _ELEMENT = re.compile(rf"({_SEGMENT}(?:\.{_SEGMENT}){{0,8}})(?:\[([0-9]{{1,9}})\])?")
+_SLICE = re.compile(rf"({_SEGMENT}(?:\.{_SEGMENT}){{0,8}})\[([0-9]*):([0-9]*)\]")
 MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
 
 # The schema of the JSON form: the keys each object may have. Types and values are checked
@@ -260,6 +261,13 @@ class _Reader:
 
     def element(self, ref, path: str):
         m = _ELEMENT.fullmatch(ref) if isinstance(ref, str) else None
+        if not m and isinstance(ref, str) and _SLICE.fullmatch(ref):
+            # The JSON form spells every element out (its operations are lowered already).
+            name, lo = _SLICE.fullmatch(ref).group(1, 2)
+            self.bad(path, f"{ref!r} is a slice; the JSON form names one element here",
+                     f'list the elements ("{name}[{lo or 0}]", ...); a product vector takes '
+                     'lists: "a": ["x[0]", "x[1]"], "b": [...]')
+            return None
         if not m:
             self.bad(path, f"bad element reference {ref!r}", 'write "x[3]" or "y"')
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .construct import Affine, Recipes, Refused, value_range
+from .construct import Affine, Recipes, Refused, spread, value_range
 from .diagnostics import Pos
 from .ir import PREV_SUFFIX, Identity, Input, Prev, Product
 
@@ -80,21 +80,38 @@ class _Emitter:
         return nid
 
 
+# Operations whose operands (from this position on) may be vectors or slices, which stand
+# for their elements (construct.spread); every other operand is one value.
+_SPREAD_FROM = {"min": 0, "max": 0, "argmax": 0, "and": 0, "or": 0, "xor": 0, "switch": 1}
+
+
 def resolve(b, kind: str, args: list, pos: Pos):
     """Check the arguments of one operation; returns (operands, extras) or None after an
-    error. Operands are node ids or constant Affines; extras are the lists / ranges / counts."""
+    error. Operands are node ids, lists of node ids (a vector or a slice, where the
+    operation takes several values) or constant Affines; extras are the lists / ranges /
+    counts."""
     usage = MACROS[kind]
     if any(key is not None for key, _, _ in args):
         b.error(pos, f"{kind} takes positional arguments only", f"write {usage}")
         return None
 
-    def operand(value, apos):
+    def operand(value, apos, many=False):
         if isinstance(value, int):
             return Affine.constant(value)
-        if isinstance(value, tuple) and isinstance(value[0], str):
-            return b.resolve(value[0], value[1], apos)
-        b.error(apos, f"{kind}: expected a name or a number here", f"write {usage}")
-        return None
+        if not (isinstance(value, tuple) and isinstance(value[0], str)):
+            b.error(apos, f"{kind}: expected a name or a number here", f"write {usage}")
+            return None
+        name, sel = value
+        if many:
+            return _elements(b, name, sel, apos)
+        if isinstance(sel, tuple):
+            b.error(apos, f"{kind}: {name}[{_end(sel[1])}:{_end(sel[2])}] is a slice where "
+                          "one value is needed",
+                    f"write one element such as {name}[{sel[1] or 0}]; slices go where an "
+                    "operation takes several values (min, max, argmax, and, or, xor, equals, "
+                    "switch's values)")
+            return None
+        return b.resolve(name, sel, apos)
 
     vals = [v for _, v, _ in args]
     bad = lambda: b.error(pos, f"{kind} needs different arguments", f"write {usage}")  # noqa: E731
@@ -102,8 +119,7 @@ def resolve(b, kind: str, args: list, pos: Pos):
         if len(args) != 2 or not isinstance(vals[1], list) or not (
                 isinstance(vals[0], tuple) and isinstance(vals[0][0], str)):
             return bad()
-        name, idx = vals[0]
-        ids = b.resolve_vector(name, idx, None, args[0][2], single=idx is not None)
+        ids = operand(vals[0], args[0][2], many=True)
         return None if ids is None else (ids, vals[1])
     if kind == "clamp":
         if len(args) != 2 or not (isinstance(vals[1], tuple) and isinstance(vals[1][0], int)):
@@ -118,12 +134,31 @@ def resolve(b, kind: str, args: list, pos: Pos):
     if kind == "switch" and len(args) == 2 and isinstance(vals[1], list):
         i = operand(vals[0], args[0][2])
         return None if i is None else ([i], vals[1])
-    arity = {"select": (3, 3), "lt": (2, 2), "le": (2, 2), "eq": (2, 2), "not": (1, 1),
-             "switch": (2, 99), "argmax": (2, 99)}.get(kind, (1, 99))
-    if not arity[0] <= len(args) <= arity[1]:
+    lo, hi = {"select": (3, 3), "lt": (2, 2), "le": (2, 2), "eq": (2, 2), "not": (1, 1),
+              "switch": (2, 99), "argmax": (2, 99)}.get(kind, (1, 99))
+    start = _SPREAD_FROM.get(kind, len(args))
+    if not (start < len(args) or lo <= len(args)) or len(args) > hi:
         return bad()
-    ops = [operand(v, apos) for _, v, apos in args]
-    return None if any(o is None for o in ops) else (ops, None)
+    ops = [operand(v, apos, many=k >= start) for k, (_, v, apos) in enumerate(args)]
+    if any(o is None for o in ops):
+        return None
+    # Counted once vectors and slices are spread; argmax's too (it compares every pair).
+    count = start + sum(len(o) if isinstance(o, list) else 1 for o in ops[start:])
+    if count < lo or (kind == "argmax" and count > hi):
+        return bad()
+    return ops, None
+
+
+def _elements(b, name: str, sel, pos: Pos) -> list[int] | None:
+    """The node ids a reference names where several values may go: a scalar, a vector,
+    one element or a slice (positioned errors for unknown names and bad ranges)."""
+    if isinstance(sel, tuple):
+        return b.resolve_vector(name, sel[1], sel[2], pos)
+    return b.resolve_vector(name, sel, None, pos, single=sel is not None)
+
+
+def _end(v) -> str:
+    return "" if v is None else str(v)
 
 
 def _lower(r: Recipes, kind: str, ops: list, extra):
@@ -144,6 +179,13 @@ def _lower(r: Recipes, kind: str, ops: list, extra):
     return simple[kind](*ops)
 
 
+def _value(o):
+    """An operand as the recipes take it: an Affine, or a list of them (a vector, a slice)."""
+    if isinstance(o, list):
+        return [Affine.of(i) for i in o]
+    return o if isinstance(o, Affine) else Affine.of(o)
+
+
 def expand(b) -> None:
     """Lower every pending operation of a NetBuilder in place (see the module docstring).
 
@@ -156,7 +198,8 @@ def expand(b) -> None:
         got = resolve(b, kind, args, pos)
         if got is not None:
             resolved[nid] = (kind, got, pos)
-            b._macro_deps[nid] = [o for o in got[0] if not isinstance(o, Affine)]
+            b._macro_deps[nid] = [i for o in got[0] if not isinstance(o, Affine)
+                                  for i in (o if isinstance(o, list) else [o])]
     known = len(b.diag.items)
     order = b._topological_order()
     if len(b.diag.items) > known:  # a cycle: there is no order to lower in
@@ -187,6 +230,7 @@ def _in_loops(b, order: list[int]) -> set[int]:
 
 def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
     """The values an operation can take by its meaning, whatever its parts' intervals."""
+    ops = ops[:1] + spread(ops[1:]) if kind in ("select", "switch") else spread(ops)
     if kind == "argmax":
         return 0, len(ops) - 1
     if kind in ("max", "min", "select", "switch"):
@@ -249,7 +293,7 @@ def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
         if nid in resolved:
             kind, (ops, extra), pos = resolved[nid]
             r = Recipes(_Emitter(b, ranges, node.name, pos))
-            ops = [o if isinstance(o, Affine) else Affine.of(o) for o in ops]
+            ops = [_value(o) for o in ops]
             try:
                 value = _lower(r, kind, ops, extra)
                 # On a recurrence the parts' intervals would grow from step to step

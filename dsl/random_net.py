@@ -153,3 +153,35 @@ def recurrent(seed: int, **kw):
     from .parser import parse
 
     return parse(recurrent_text(seed, **kw), f"<random rnn {seed}>")
+
+
+def with_dead_and_constant_text(seed: int, sizes: list[int], **kw) -> str:
+    """A random MLP (mlp_text, at least two hidden layers) with neurons whose sums come
+    from two layers and that need no doors: identities and a max nobody reads, a step and
+    a lut that their ranges keep constant (one read by an output, one an output itself).
+    The pipelined beat never reads their accumulators (program.reset_slots)."""
+    rng = random.Random(seed)
+    text = mlp_text(seed, sizes, **kw).replace("output o\n", "")
+    hidden = [f"h{k + 1}" for k in range(len(sizes) - 2)]
+    if len(hidden) < 2:
+        raise ValueError("give at least two hidden layers")
+    out = [text]
+    for k in range(3):
+        a, b = rng.sample(hidden + ["o"], 2)
+        ea = f"{a}[{rng.randrange(sizes[1 + (hidden + ['o']).index(a)])}]"
+        eb = f"{b}[{rng.randrange(sizes[1 + (hidden + ['o']).index(b)])}]"
+        w = rng.choice([-2, -1, 1, 3])
+        sign, m = "+" if w > 0 else "-", abs(w)
+        out += [f"neuron dead{k} : identity = {ea} {sign} {m}*{eb}",
+                f"neuron dmax{k} : max({ea}, {eb})",
+                f"neuron one{k} : step(t=-1000000) = {ea} - {eb}",
+                f"neuron flat{k} : lut(-2000000..-1999999, [{k}, {k + 3}]) = {m}*{ea} + {eb}",
+                f"neuron use{k} : identity = one{k} + {ea} {sign} {m}*flat{k}"]
+    out.append("output o, " + ", ".join(f"use{k}, flat{k}" for k in range(3)))
+    return "\n".join(out) + "\n"
+
+
+def with_dead_and_constant(seed: int, sizes: list[int], **kw):
+    from .parser import parse
+
+    return parse(with_dead_and_constant_text(seed, sizes, **kw), f"<random dead/const {seed}>")

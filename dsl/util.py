@@ -1,9 +1,12 @@
 """Small shared helpers: atomic file writes (never a half-written output, modes as the
-umask says) and integers printed safely at any size."""
+umask says, only onto regular files or new names) and integers printed safely at any
+size. commands/common.output_path checks an output path before a command does any work;
+these writers are the last line."""
 from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 
 
 def new_file_mode(path: str) -> int:
@@ -19,23 +22,63 @@ def new_file_mode(path: str) -> int:
         return 0o666 & ~mask
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Write to a temp file in the same directory, then rename over the target."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    os.makedirs(directory, exist_ok=True)
-    mode = new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+def not_a_file(path: str) -> str | None:
+    """What `path` (through symlinks) is when it exists and is not a regular file: 'a
+    directory', 'a FIFO', 'a device node', 'a socket'; None for a regular file or a new
+    name."""
+    import stat
+
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device node" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def replaceable(path: str) -> str:
+    """Where an atomic write of `path` renames its temporary file: the file itself, or the
+    regular file a symlink names (so the link is kept). Refused, with an OSError naming
+    it, for anything but a regular file or a new name: a rename never replaces a
+    directory, a device node (`/dev/full`) or a FIFO."""
+    import errno
+
+    target = os.path.realpath(path)
+    what = not_a_file(target)
+    if what:
+        raise OSError(errno.EEXIST, f"{path} is {what}; only regular files are replaced")
+    return target
+
+
+@contextmanager
+def atomic_output(path: str, suffix: str = ""):
+    """Yield a temporary file name beside `path`; it replaces `path` (a regular file or a
+    new name: `replaceable`) only if the block finishes, and is removed otherwise, so
+    readers never see a half-written file. The directory must exist: a missing one is an
+    error, never created here."""
+    target = replaceable(path)
+    mode = new_file_mode(target)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=os.path.dirname(target))
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, mode)  # mkstemp makes 0600: the umask (or the replaced file) decides
+        replaceable(path)    # still a regular file or a new name, just before the rename
+        os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if os.path.exists(tmp):
+            os.remove(tmp)
         raise
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write `data` to `path` atomically (atomic_output)."""
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
 
 
 def short_int(value: int) -> str:

@@ -34,6 +34,28 @@ class SectorState:
     ceiling: float
 
 
+def start_game(game, cfgdir: str, failed: str) -> None:
+    """Start a configured DoomGame whose config goes in `cfgdir` (made just before). An
+    interrupt (Ctrl-C, or SIGTERM made one by build.py) most often lands here, in the
+    second the game takes to start: the game is closed and the directory removed before it
+    goes on; a game that cannot start is an EngineError starting with `failed`."""
+    import shutil
+
+    try:
+        game.set_doom_config_path(os.path.join(cfgdir, "_vizdoom.ini"))
+        game.init()
+    except BaseException as e:
+        try:
+            game.close()
+        except Exception:
+            pass
+        finally:
+            shutil.rmtree(cfgdir, ignore_errors=True)
+        if isinstance(e, Exception):  # vizdoom raises its own exception types
+            raise EngineError(f"{failed}: {e}") from None
+        raise
+
+
 class LocalEngine:
     """One headless ViZDoom instance running one map of a WAD, in this process (see
     `Engine` for the same in a child process, which is what everything else uses).
@@ -77,20 +99,13 @@ class LocalEngine:
         game.set_available_game_variables(
             [getattr(vzd.GameVariable, f"USER{i}") for i in range(1, N_USER_VARS + 1)])
         # ViZDoom writes its config next to the current directory unless told otherwise.
-        self._cfgdir = tempfile.mkdtemp(prefix="voodoonet-vzd-")
-        game.set_doom_config_path(os.path.join(self._cfgdir, "_vizdoom.ini"))
         game.add_game_args("+sv_cheats 1 +vid_forcesurface 0")
         for a in extra_args:
             game.add_game_args(a)
         self.game = game
         self._buttons = 0
-        try:
-            game.init()
-        except Exception as e:  # vizdoom raises its own exception types
-            import shutil
-
-            shutil.rmtree(self._cfgdir, ignore_errors=True)
-            raise EngineError(f"{wad}: the engine could not start {map_name}: {e}") from None
+        self._cfgdir = tempfile.mkdtemp(prefix="voodoonet-vzd-")
+        start_game(game, self._cfgdir, f"{wad}: the engine could not start {map_name}")
 
     # -- lifetime -------------------------------------------------------------------------
     def close(self) -> None:

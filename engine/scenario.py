@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from engine.doom import N_USER_VARS, EngineError
+from engine.doom import N_USER_VARS, EngineError, start_game
 
 
 class Scenario:
@@ -21,7 +21,6 @@ class Scenario:
 
         self._vzd = vzd
         game = vzd.DoomGame()
-        self._cfgdir = tempfile.mkdtemp(prefix="voodoonet-scn-")
         # The cfg names its WAD relative to itself.
         here = os.getcwd()
         os.chdir(os.path.dirname(os.path.abspath(cfg)))
@@ -42,16 +41,12 @@ class Scenario:
         if resolution:   # pictures for people; the cfg's own resolution otherwise
             game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
             game.set_screen_format(vzd.ScreenFormat.RGB24)
-        game.set_doom_config_path(os.path.join(self._cfgdir, "_vizdoom.ini"))
         self.n_own_vars = game.get_available_game_variables_size()
         for i in range(1, N_USER_VARS + 1):
             game.add_available_game_variable(getattr(vzd.GameVariable, f"USER{i}"))
         game.add_game_args("+sv_cheats 1")
-        try:
-            game.init()
-        except Exception as e:  # vizdoom raises its own exception types
-            shutil.rmtree(self._cfgdir, ignore_errors=True)
-            raise EngineError(f"{wad}: the scenario {cfg} could not start: {e}") from None
+        self._cfgdir = tempfile.mkdtemp(prefix="voodoonet-scn-")
+        start_game(game, self._cfgdir, f"{wad}: the scenario {cfg} could not start")
         self.game = game
         self.buttons = [str(b).split(".")[-1] for b in game.get_available_buttons()]
 

@@ -234,14 +234,30 @@ def check_carries(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
+def _widest_lanes(layout: Layout, n: int = 3) -> tuple[Pos | None, str]:
+    """The position of the neuron with the longest lane, and a clause naming the `n`
+    longest lanes (what a map's width comes from: a lane is one corridor along x, and the
+    longest one sets its column's width)."""
+    if not layout.lanes:
+        return None, ""
+    names, net = _names(layout), layout.circuit.net
+    longest = sorted(layout.lanes, key=lambda g: (-g.length, g.lane.tid))[:n]
+    parts = [f"'{names[g.lane.node]}{g.lane.label}' {g.length:,.0f} units "
+             f"({len(g.lane.doors)} doors, values {g.lane.plane_lo}..{g.lane.plane_hi})"
+             for g in longest]
+    return net.nodes[longest[0].lane.node].pos, f"; the longest lanes: {', '.join(parts)}"
+
+
 def check_budgets(layout: Layout) -> list[Diagnostic]:
     out = []
     m = layout.model
     where = Pos(layout.circuit.net.source)
     x0, y0, x1, y1 = m.extent()
     if x0 < P.COORD_MIN or y0 < P.COORD_MIN or x1 > P.COORD_MAX or y1 > P.COORD_MAX:
-        out.append(Diagnostic(where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
-                                     f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}",
+        pos, widest = _widest_lanes(layout)
+        out.append(Diagnostic(pos or where, f"the map spans x {x0:g}..{x1:g}, y {y0:g}..{y1:g}, "
+                                            f"outside the engine's {P.COORD_MIN}..{P.COORD_MAX}"
+                                            f"{widest}",
                               "split the network over several maps (tiles) or shorten its "
                               "lanes (smaller ranges, fewer relu levels)"))
     dolls = len(layout.lanes)
@@ -432,28 +448,31 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
     for i, tags in targets.items():
         for tag in tags:
             lanes_of.setdefault(tag, set()).add(i)
-    # light -> inference -> [(kind, first key, last key, lane)]; a key is (tic, order), and a
-    # doll's ride covers whole tics (its order against ACS within a tic is not ours to know)
+    # light -> inference -> [(kind, first key, last key, lane, beat)]; a key is (tic, order),
+    # and a doll's ride covers whole tics (its order against ACS within a tic is not ours to
+    # know)
     use: dict[int, dict[int, list]] = {}
     for i, rs in _lane_rides(layout, events).items():
         for rel, _, end, inf in rs:
             for tag in targets[i]:
                 use.setdefault(tag, {}).setdefault(inf, []).append(
-                    ("write", (rel[0], -1), (end, 10**9), i))
+                    ("write", (rel[0], -1), (end, 10**9), i, rel[1] // BEAT_ORDER))
     for tic, order, kind, what, inf in events:
         if kind == "reset":
-            use.setdefault(what, {}).setdefault(inf, []).append(("reset", (tic, order),
-                                                                 (tic, order), None))
+            use.setdefault(what, {}).setdefault(inf, []).append(
+                ("reset", (tic, order), (tic, order), None, order // BEAT_ORDER))
         elif kind in ("copy", "read"):
             tag = (layout.lanes[what].lane.source[1] if kind == "copy" else
                    sched.output_slots[what][0])
             if kind == "copy" and layout.lanes[what].lane.source[0] != "light":
                 continue
-            use.setdefault(tag, {}).setdefault(inf, []).append(("read", (tic, order),
-                                                                (tic, order), None))
+            use.setdefault(tag, {}).setdefault(inf, []).append(
+                ("read", (tic, order), (tic, order), None, order // BEAT_ORDER))
     out = []
     for tag, by_inf in sorted(use.items()):
         light = c.light(tag)
+        if not any(u[0] == "read" for uses in by_inf.values() for u in uses):
+            by_inf = _by_beat(by_inf)  # never read: one lifetime per beat (reset_slots)
         bad = _light_problems(by_inf, lanes_of.get(tag, set()), range(0, beats - depth + 1))
         if bad:
             out.append(Diagnostic(c.net.nodes[light.node].pos,
@@ -461,6 +480,17 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
                                   f"'{names[light.node]}': {bad[0]}",
                                   "a bug in the pipelined schedule (program.plan_pipeline): "
                                   "the beat interval ii must cover the light's lifetime"))
+    return out
+
+
+def _by_beat(by_inf: dict[int, list]) -> dict[int, list]:
+    """A light's uses regrouped by the beat they happen in: a light the beat never reads
+    lives from its reset to its last write of the same beat, whichever inferences its
+    writers serve."""
+    out: dict[int, list] = {}
+    for uses in by_inf.values():
+        for u in uses:
+            out.setdefault(u[4], []).append(u)
     return out
 
 

@@ -14,12 +14,11 @@ from .checks import run_all
 from .circuit import Circuit, lower
 from .layout import Layout, build_layout
 from .program import Schedule, acs_source, bus_violations, manifest, plan
+from .wadcheck import MANIFEST_LUMP, NETLIST_LUMP  # noqa: F401  (where readers find them)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where built WADs go by default (never committed); $VOODOO_WADS moves them (tests do).
 WADS = os.environ.get("VOODOO_WADS") or os.path.join(ROOT, "wads")
-MANIFEST_LUMP = "VNETINFO"
-NETLIST_LUMP = "VNETLIST"
 
 
 @dataclass
@@ -103,7 +102,6 @@ def load_wad(path: str) -> LoadedWad:
     from types import SimpleNamespace
 
     from acs.wad import WadError, read_wad
-    from dsl.jsonio import loads
 
     contents = read_wad(path)
     lumps = dict(contents.lumps)
@@ -111,14 +109,11 @@ def load_wad(path: str) -> LoadedWad:
         raise WadError(f"{path}: not a WAD built by VoodooNet with its netlist (no "
                        f"{MANIFEST_LUMP}/{NETLIST_LUMP} lumps)\n    hint: rebuild it with "
                        "`python build.py compile NETLIST -o WAD`")
-    try:
-        infos = json.loads(lumps[MANIFEST_LUMP].decode())
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged") from None
-    net = loads(lumps[NETLIST_LUMP].decode("utf-8", errors="replace"), f"{path}:{NETLIST_LUMP}")
-    from .wadcheck import check_manifest, check_maps
+    from .wadcheck import check_maps, read_manifest, read_netlist
 
-    names = check_manifest(path, MANIFEST_LUMP, infos, net)   # nothing unchecked reaches
+    net = read_netlist(path, contents)
+    infos = read_manifest(path, contents, net, numbered=True)  # nothing unchecked reaches
+    names = list(infos)
     check_maps(path, contents, names)                          # the runner or the engine
     ins = [net.nodes[i].name for i in net.inputs]
     outs = [net.nodes[o].name for o in net.outputs]

@@ -246,6 +246,28 @@ def pipeline_need(layout: Layout, sched: Schedule) -> int:
     return need
 
 
+def beat_reads(layout: Layout, sched: Schedule) -> set[int]:
+    """The lights the pipelined beat reads: lane sources (copied onto doors) and outputs."""
+    return ({g.lane.source[1] for g in layout.lanes if g.lane.source[0] == "light"}
+            | {tag for tag, _ in sched.output_slots})
+
+
+def reset_slots(layout: Layout, sched: Schedule, writers: dict[int, set[int]],
+                ii: int) -> dict[int, tuple[int, int]]:
+    """Light -> (slot, offset) of its reset in the beat. A light the beat reads is reset in
+    its first writer's slot, for that writer's inference (it then lives until its last read,
+    pipeline_need). A light it never reads (the accumulator of a gate its range keeps
+    constant, an identity nobody reads: only a one-at-a-time debug read sees them) may sum
+    parts of several inferences; it is reset once a beat, in the earliest slot any of its
+    writers rides in, so its level stays within the bounds proven for one inference."""
+    read = beat_reads(layout, sched)
+    out = {}
+    for tag, phases in writers.items():
+        p = min(phases) if tag in read else min(phases, key=lambda q: (q % ii, q))
+        out[tag] = (p % ii, p // ii)
+    return out
+
+
 def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pipeline | None:
     """The overlapped schedule (module docstring), or None where a network cannot overlap
     inferences: spiking membranes carry state from one step to the next, and more outputs
@@ -260,10 +282,10 @@ def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pip
     by_phase = {ph.index: ph for ph in sched.phases}
     events: list[Event] = []
     tic = 1  # tic 0: the input scripts store their arguments
+    reset_slot = reset_slots(layout, sched, writers, ii)
     for j in range(ii):
         lanes = [i for p in sorted(by_phase) if p % ii == j for i in by_phase[p].lanes]
-        first = {l.tag: min(writers[l.tag]) for l in c.lights if l.tag in writers}
-        resets = {t: p // ii for t, p in first.items() if p % ii == j}
+        resets = {t: off for t, (slot, off) in reset_slot.items() if slot == j}
         events += _slot_events(layout, lanes, resets, ii, tic, 10 * j)
         tic = max([tic] + [e.tic for e in events])
         for k, (tag, _) in enumerate(sched.output_slots):

@@ -1,56 +1,148 @@
 """Checks on a WAD read back for `build.py run x.wad`, before the engine sees it.
 
 A WAD is user input: it may be damaged, hand-edited, or carry the manifest of another
-netlist. Everything the runner will rely on is checked here with a message naming the WAD
-and the lump: the manifest lump's shape (a map name -> an object with the keys, types and
-values the runner reads, agreeing with the embedded netlist) and each map's TEXTMAP
-(UDMF syntax, namespace first) and BEHAVIOR (an ACS header whose directory lies inside the
-lump). What cannot be seen statically (a map that does not answer, an engine crash) is
-caught by the engine runner as an EngineError.
+netlist. Everything the runner, `extract`, `verify` and the embed play-test rely on is
+checked here with a message naming the WAD and the lump: the manifest lump (`read_manifest`,
+the one reader of it: a map name -> an object with the keys, types and values any of them
+reads, agreeing with the embedded netlist), the embedded netlist (`read_netlist`) and each
+map's TEXTMAP (UDMF syntax, namespace first) and BEHAVIOR (an ACS header whose directory
+lies inside the lump). What cannot be seen statically (a map that does not answer, an
+engine crash) is caught by the engine runner as an EngineError.
 """
 from __future__ import annotations
 
+import json
 import re
 import struct
 
 from acs.wad import WadContents, WadError
-from dsl.ir import Netlist
+from dsl.ir import MAX_STEPS, Netlist
 
+MANIFEST_LUMP = "VNETINFO"
+NETLIST_LUMP = "VNETLIST"
+REBUILD = "rebuild the WAD with `python build.py compile NETLIST -o WAD`"
 _INT_KEYS = ("inference_tics", "init_tics", "ack_var", "read_ack_var", "infer_script")
+_PIPE_KEYS = ("script", "beat_tics", "ii", "batch", "batch_script", "batch_period",
+              "queue_base")
+_EMBED_KEYS = ("panel_script", "toggle_script", "set_script", "status_script")
 _USER_VARS = range(1, 61)
 
 
-def check_manifest(path: str, lump: str, infos, net: Netlist) -> list[str]:
-    """The map names, in order, after checking the manifest lump `infos` (parsed JSON)."""
+def read_manifest(path: str, contents: WadContents, net: Netlist | None = None,
+                  numbered: bool = False) -> dict[str, dict]:
+    """The WAD's manifest: {map name: info}, checked (check_manifest); {} when the WAD has
+    no manifest lump. `numbered`: the maps must be MAP01, MAP02, ... (a compiled WAD; an
+    embedded circuit keeps its host map's name)."""
+    lumps = dict(contents.lumps)
+    if MANIFEST_LUMP not in lumps:
+        return {}
+    try:
+        infos = json.loads(lumps[MANIFEST_LUMP].decode())
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged: not JSON\n    hint: "
+                       f"{REBUILD}") from None
+    names = check_manifest(path, MANIFEST_LUMP, infos, net,
+                           maps=None if numbered else [m.name for m in contents.maps])
+    return {n: infos[n] for n in names}
+
+
+def read_netlist(path: str, contents: WadContents) -> Netlist | None:
+    """The netlist embedded in the WAD, or None when it has none; a damaged one is a
+    CompileError whose positions name the lump (`x.wad:VNETLIST:...`)."""
+    from dsl.jsonio import loads
+
+    lumps = dict(contents.lumps)
+    if NETLIST_LUMP not in lumps:
+        return None
+    return loads(lumps[NETLIST_LUMP].decode("utf-8", errors="replace"),
+                 f"{path}:{NETLIST_LUMP}")
+
+
+def check_manifest(path: str, lump: str, infos, net: Netlist | None = None,
+                   maps: list[str] | None = None) -> list[str]:
+    """The map names, in order, after checking the manifest lump `infos` (parsed JSON).
+    With `maps` (the WAD's map names) every name must be one of them; without, the maps
+    are MAP01, MAP02, ... With `net`, a one-map manifest must agree with it."""
     def bad(what: str) -> WadError:
-        return WadError(f"{path}: the {lump} lump is damaged: {what}\n    hint: rebuild the "
-                        "WAD with `python build.py compile NETLIST -o WAD`")
+        return WadError(f"{path}: the {lump} lump is damaged: {what}\n    hint: {REBUILD}")
 
     if not isinstance(infos, dict) or not infos:
         raise bad("expected an object of maps (MAP01: {...})")
     names = sorted(infos)
-    if names != [f"MAP{k + 1:02d}" for k in range(len(names))]:
+    if maps is not None and any(n not in maps for n in names):
+        missing = next(n for n in names if n not in maps)
+        raise bad(f"it describes map {str(missing)[:40]!r}, which the WAD does not have "
+                  f"(it has {', '.join(maps) or 'no map'})")
+    if maps is None and names != [f"MAP{k + 1:02d}" for k in range(len(names))]:
         raise bad(f"map names {', '.join(map(str, names[:4]))} are not MAP01, MAP02, ...")
-    ins = [net.nodes[i].name for i in net.inputs]
-    outs = [net.nodes[o].name for o in net.outputs]
     for name in names:
         info = infos[name]
         if not isinstance(info, dict):
             raise bad(f"{name} is not an object")
-        for key in _INT_KEYS:
-            v = info.get(key)
-            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 10**7:
-                raise bad(f"{name}.{key} is missing or not a small integer")
-        for key in ("ack_var", "read_ack_var"):
-            if info[key] not in _USER_VARS:
-                raise bad(f"{name}.{key} = {info[key]} is not a USER variable (1..60)")
+        _check_ints(info, name, bad)
         _check_lists(info, name, bad)
-        if len(names) == 1 and (info["inputs"] != ins or info["all_outputs"] != outs
-                                or info["input_ranges"] != [list(r) for r in
-                                                            net.input_ranges()]):
+        _check_parts(info, name, bad)
+        _check_recurrence(info, name, bad)
+        if net is not None and len(names) == 1 and (
+                info["inputs"] != [net.nodes[i].name for i in net.inputs]
+                or info["all_outputs"] != [net.nodes[o].name for o in net.outputs]
+                or info["input_ranges"] != [list(r) for r in net.input_ranges()]
+                or info["steps"] != net.steps):
             raise bad(f"{name} was built for other inputs or outputs than the WAD's netlist "
                       f"(inputs {', '.join(map(str, info['inputs'][:4]))}...)")
     return names
+
+
+def _small(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**7
+
+
+def _check_ints(info: dict, name: str, bad) -> None:
+    for key in _INT_KEYS:
+        if not _small(info.get(key)):
+            raise bad(f"{name}.{key} is missing or not a small integer")
+    for key in ("ack_var", "read_ack_var"):
+        if info[key] not in _USER_VARS:
+            raise bad(f"{name}.{key} = {info[key]} is not a USER variable (1..60)")
+    steps = info.get("steps", 1)
+    if not (_small(steps) and 1 <= steps <= MAX_STEPS):
+        raise bad(f"{name}.steps is not a number of time steps (1..{MAX_STEPS})")
+    info.setdefault("steps", 1)  # WADs built before multi-step netlists
+
+
+def _check_recurrence(info: dict, name: str, bad) -> None:
+    """State across steps (a recurrent netlist): open-ended runs, fed-back inputs, the done
+    output; absent in WADs built before them."""
+    if not isinstance(info.get("open", False), bool):
+        raise bad(f"{name}.open must be true or false")
+    fb = info.get("feedback") or []
+    if not (isinstance(fb, list) and all(isinstance(x, str) and x in info["inputs"]
+                                         for x in fb)):
+        raise bad(f"{name}.feedback must list inputs of the map")
+    if fb and not _small(info.get("fed_script")):
+        raise bad(f"{name}.fed_script must be the script of a fed step")
+    done = info.get("done")
+    if done is not None and not (_small(done) and done < len(info["all_outputs"])):
+        raise bad(f"{name}.done must be null or the index of an output")
+
+
+def _check_parts(info: dict, name: str, bad) -> None:
+    """The pipelined beat and an embedded circuit's panel, when the map has them."""
+    pipe = info.get("pipeline")
+    if pipe is not None:
+        if not (isinstance(pipe, dict) and all(_small(pipe.get(k, 1)) for k in _PIPE_KEYS)
+                and all(_small(pipe.get(k)) for k in ("script", "beat_tics", "ii"))
+                and isinstance(pipe.get("lags"), list) and all(map(_small, pipe["lags"]))
+                and len(pipe["lags"]) == len(info["outputs"])):
+            raise bad(f"{name}.pipeline must be null or the beat's scripts, tics and one lag "
+                      "per output")
+    e = info.get("embed")
+    if e is not None:
+        if not (isinstance(e, dict) and isinstance(e.get("library"), str)
+                and all(_small(e.get(k)) for k in _EMBED_KEYS)
+                and all(isinstance(e.get(k, []), (list, dict)) for k in
+                        ("inputs", "outputs", "spots"))):
+            raise bad(f"{name}.embed must name the circuit's library lump and panel scripts")
 
 
 def _check_lists(info: dict, name: str, bad) -> None:

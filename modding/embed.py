@@ -83,13 +83,55 @@ def load_foreign(path: str, map_name: str) -> Foreign:
 
 def their_numbers(f: Foreign) -> dict[str, int]:
     """The largest tag, TID and script number their map uses."""
-    tags = [0]
+    return {k: v for k, (v, _) in their_largest(f).items()}
+
+
+def their_largest(f: Foreign) -> dict[str, tuple[int, str]]:
+    """The largest tag (over sector tags, line ids and thing ids: our tags start above all
+    of them), TID and script number their map uses, each with what in their map has it."""
+    tags = [(0, "")]
     for i in range(len(f.tm.sectors)):
-        tags += f.tm.sector_tags(i)
-    tags += [int(ln.get("id", 0) or 0) for ln in f.tm.linedefs]
-    tids = [0] + [int(t.get("id", 0) or 0) for t in f.tm.things]
-    scripts = [0] + script_numbers(f.behavior)
+        tags += [(t, f"sector {i} (tag {t})") for t in f.tm.sector_tags(i)]
+    tags += [(int(ln.get("id", 0) or 0), f"line {i} (id {ln.get('id')})")
+             for i, ln in enumerate(f.tm.linedefs)]
+    tids = [(0, "")] + [(int(t.get("id", 0) or 0), f"thing {i} (id {t.get('id')})")
+                        for i, t in enumerate(f.tm.things)]
+    scripts = [(0, "")] + [(n, f"script {n}") for n in script_numbers(f.behavior)]
     return {"tag": max(tags + tids), "tid": max(tids), "script": max(scripts)}
+
+
+def check_room(f: Foreign, kind: str, start: int, top: int, unit: int) -> None:
+    """Our `kind` numbers (tag, tid or script) run from `start`, the next multiple of
+    `unit` above their largest, to `top`: refuse, naming what in their map leaves no room,
+    when `top` passes the engine's limit (tags 65535, script numbers 32767)."""
+    from acs.compiler import MAX_SCRIPT
+    from mapgen.checks import MAX_TAG
+
+    limit, what, any_other = {
+        "tag": (MAX_TAG, "tags", "tag, line id or thing id"),
+        "tid": (2**31 - 1, "thing ids", "thing id"),
+        "script": (MAX_SCRIPT, "script numbers", "script number")}[kind]
+    if top <= limit:
+        return
+    value, who = their_largest(f)[kind]
+    room = (limit - (top - start)) // unit * unit   # theirs below this leaves enough
+    fix = (f"renumber {who.split(' (')[0]} (and any other {any_other} of {room} or more) "
+           f"below {room}" if room > 0 else f"the circuit alone needs more {what} than that")
+    raise EmbedError(f"{f.path}:{f.map_name}: {who} leaves no room for the circuit: its "
+                     f"{what} start above {value} and would reach {top}, beyond the engine's "
+                     f"{limit}\n    hint: {fix} in your map, then embed again")
+
+
+def holds_a_circuit(f: Foreign) -> str | None:
+    """What in their WAD shows a VoodooNet circuit is already there, or None."""
+    from mapgen.compile import MANIFEST_LUMP
+
+    names = {n for n, _ in f.lumps}
+    if LIBRARY in names:
+        return f"its {LIBRARY} library"
+    if MANIFEST_LUMP in names:
+        return f"its {MANIFEST_LUMP} manifest"
+    return None
 
 
 def script_numbers(lump: bytes | None) -> list[int]:
@@ -191,6 +233,11 @@ def embed(circuit: str, into: str, map_name: str, wiring: str, out: str,
     from dsl.parser import read_text
 
     f = load_foreign(into, map_name)
+    held = holds_a_circuit(f)
+    if held:  # one circuit per map: a second would share the first's library and manifest
+        raise EmbedError(f"{into}: the WAD already holds a VoodooNet circuit ({held}); "
+                         "embed puts one circuit in a map\n    hint: embed into the WAD "
+                         "without it, or write both networks as one netlist and embed that")
     if not any(int(t.get("type", 0)) == 1 for t in f.tm.things):
         raise EmbedError(f"{into}:{map_name}: the map has no player 1 start; the last of our "
                          "dolls would become the player\n    hint: add a player 1 start")
@@ -199,11 +246,13 @@ def embed(circuit: str, into: str, map_name: str, wiring: str, out: str,
     net = _load_circuit(circuit, outs)
     check_wiring(ins, outs, net, f.tm, wiring)
     nums = their_numbers(f)
-    lay, sched = _our_layout(net, f.tm, nums)
+    lay, sched = _our_layout(net, f, nums, len(outs))
     offset = 1000 * (nums["script"] // 1000 + 1)
     for k, w in enumerate(outs):
         w.tag = lay.conveyor_tag + 1 + k   # a fresh tag the driven sectors also carry
     source, info = _our_acs(lay, sched, title or net.name, offset, ins, outs, net)
+    check_room(f, "script", offset,
+               max(int(n) for n in re.findall(r"^script (\d+)", source, re.M)), 1000)
     from mapgen.compile import compile_acs
 
     library = compile_acs(source, f"{net.name}-embed.acs")
@@ -225,14 +274,19 @@ def _load_circuit(path: str, outs):
     return parse(augmented_source(path, outs), path)
 
 
-def _our_layout(net, tm: TextMap, nums):
+def _our_layout(net, f: Foreign, nums, n_outs: int):
     from mapgen.checks import run_all
     from mapgen.circuit import lower
-    from mapgen.layout import build_layout
+    from mapgen.layout import build_layout, conveyor_tag_for
     from mapgen.program import plan
 
-    circuit = lower(net, first_tag=(nums["tag"] // 100 + 1) * 100)
+    tm = f.tm
+    first = (nums["tag"] // 100 + 1) * 100
+    circuit = lower(net, first_tag=first)
     tid0 = max(1000, nums["tid"] + 1)
+    # The conveyor's tag follows the circuit's; one fresh tag per output after it.
+    check_room(f, "tag", first, conveyor_tag_for(circuit) + n_outs, 100)
+    check_room(f, "tid", tid0, tid0 + len(circuit.lanes) - 1, 1)
     for k, lane in enumerate(circuit.lanes):
         lane.tid = tid0 + k
     dx, dy = place(tm, build_layout(circuit).model.extent())

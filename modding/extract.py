@@ -83,6 +83,7 @@ def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
     for n in nodes.values():
         n.kind = ("spike" if n.membrane is not None else "gated" if n.acc is not None and
                   n.value is not None else "identity" if n.acc is not None else "input")
+    problems += unreadable_lanes(m, owner)
     lanes = _lane_roles(m, owner, problems)
     _recurrence(m, nodes, lanes, owner, problems)
     for n in nodes.values():
@@ -111,6 +112,38 @@ def _pair_by_lanes(m: Machine, nodes, owner) -> None:
         del nodes[nv.name]
 
 
+def unreadable_lanes(m: Machine, owner) -> list[str]:
+    """Lanes an edit broke, each named by the node whose value its doors take (for a
+    spiking neuron, its membrane) and where: doors the bus writes that no doll reaches,
+    and lanes whose chain of sectors ends at a door (the landing after it, with the lines
+    a doll crosses there, is no longer reached)."""
+    out = []
+    cause = ("the chain of sectors a doll rides east from its spawn strip breaks there: a "
+             "moved vertex or sector?")
+    for tag, (src, sectors) in sorted(m.stray_doors.items()):
+        where = ", ".join(f"sector {s} at ({x:g}, {y:g})" for s, x, y in sectors[:3]) \
+            or "no sector"
+        out.append(f"{_lane_of(src, owner)} could not be read: its doors (tag {tag}; {where}) "
+                   f"are on no doll's lane ({cause})")
+    for lane in m.lanes:
+        end = lane.segments[-1] if lane.segments else None
+        if end is not None and end.kind == "door":
+            out.append(f"{_lane_of(lane.source, owner)} (doll {lane.tid}) could not be read: "
+                       f"it ends at its door, sector {end.sector} at x {end.x0:g}..{end.x1:g}, "
+                       f"y {lane.y[0]:g}..{lane.y[1]:g} ({cause})")
+    return out
+
+
+def _lane_of(src, owner) -> str:
+    """Whose lane reads from `src` (a bus source), in words."""
+    n = owner.get(src[1]) if src[0] == "light" else None
+    if n is not None and src[1] == n.membrane:
+        return f"a lane of spiking neuron {n.name} (reading its membrane, light {src[1]})"
+    if n is not None:
+        return f"the lane of {n.name} (reading light {src[1]})"
+    return f"the lane of input slot {src[1]}" if src[0] == "input" else "a lane"
+
+
 def _lane_roles(m: Machine, owner, problems) -> dict:
     """node name -> {"gate"/"fire"/"leak"/"input": lane}, and "clock" -> the clock lane."""
     out: dict = {}
@@ -119,7 +152,7 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
             out.setdefault("clock", []).append(lane)
             continue
         if lane.source[0] in ("input", "state"):
-            v = lane.doors[0].lines[0][0] if lane.doors[0].lines else None
+            v = m.value_target(lane.doors[0])
             n = owner.get(v)
             if n is None:
                 problems.append(f"the {lane.source[0]} lane of doll {lane.tid} adds to no light")
@@ -133,8 +166,8 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
             continue
         if n.membrane is not None:
             leak = all(t == n.membrane for d in lane.doors for t, _ in d.lines) and not any(
-                d.sets for d in lane.doors) and not (lane.doors and lane.doors[0].lines and
-                                                    lane.doors[0].lines[0][0] == n.value)
+                d.sets for d in lane.doors) and not (lane.doors and
+                                                    m.value_target(lane.doors[0]) == n.value)
             out.setdefault(n.name, {})["leak" if leak else "fire"] = lane
         else:
             out.setdefault(n.name, {})["gate"] = lane
@@ -169,6 +202,8 @@ def _staircase(m: Machine, n: XNode, lanes, problems) -> None:
     n.base = m.lights[n.value].reset
     lane = lanes.get(n.name, {}).get("fire" if n.kind == "spike" else "gate")
     if lane is None:
+        if n.kind == "spike":  # fires on every step (no door), or its lane is unreadable
+            _spike(m, n, lanes, problems)
         return
     for k, d in enumerate(lane.doors):
         delta = [a for t, a in d.lines if t == n.value]
@@ -186,8 +221,8 @@ def _staircase(m: Machine, n: XNode, lanes, problems) -> None:
 
 
 def _spike(m: Machine, n: XNode, lanes, problems) -> None:
-    fire = lanes[n.name].get("fire")
-    leak = lanes[n.name].get("leak")
+    fire = lanes.get(n.name, {}).get("fire")
+    leak = lanes.get(n.name, {}).get("leak")
     sp = {"init": m.lights[n.membrane].reset, "leak": 0, "reset": "subtract"}
     if fire is not None and fire.doors:
         d = fire.doors[0]
@@ -195,9 +230,10 @@ def _spike(m: Machine, n: XNode, lanes, problems) -> None:
         sets = [v for t, v in d.sets if t == n.membrane]
         if sets:
             sp["reset"] = sets[0]
-    else:
-        problems.append(f"spiking neuron {n.name}: its fire lane has no door")
-        sp["threshold"] = 0
+    elif not any(src == ("light", n.membrane) for src, _ in m.stray_doors.values()):
+        sector = m.lights[n.membrane].sector
+        problems.append(f"spiking neuron {n.name}: no lane with a door reads its membrane "
+                        f"(light {n.membrane}, sector {sector}): its fire lane is gone")
     if leak is not None:
         lbase = sum(a for t, a in leak.prelude if t == n.membrane)
         sp["leak"] = -lbase + len(leak.doors)
@@ -519,13 +555,15 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         return f"it is not a valid netlist: {str(e).splitlines()[0]}"
     ref = _net_names(ref)
     back = {v: k for k, v in ref.items()}
+    # Only connections the .dnet has can have a line of their own.
+    has = {(s, n.name) for n in net.nodes for s in (net.nodes[i].name for i in n.weights)}
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
     for solo in (solo_lines(m), solo_lines(m, every=True)):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
         # above its host map's).
         c = lower(net, first_tag=min(m.lights, default=1),
-                  solo={(ref[a], ref[b]) for a, b in solo})
+                  solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has})
         for k, lane in enumerate(c.lanes):
             lane.tid = min((l.tid for l in m.lanes), default=1000) + k
         again = from_circuit(c, net.steps)
@@ -585,12 +623,13 @@ def solo_lines(m: Machine, every: bool = False) -> set[tuple[str, str]]:
         if not lane.doors or lane.source[0] == "none":
             continue
         d = lane.doors[0]
-        value = d.lines[0][0] if d.lines else None
+        value = m.value_target(d)
         src = m.lights[value].name if value in m.lights else None
         by_amount: dict[int, int] = {}
-        for t, a in d.lines[1:]:
+        others = [(t, a) for t, a in d.lines if t != value]
+        for t, a in others:
             by_amount[a] = by_amount.get(a, 0) + len(m.groups.get(t, (t,)))
-        for t, a in d.lines[1:]:
+        for t, a in others:
             if t not in m.groups and (by_amount[a] > 1 or every) and t in m.lights and src:
                 out.add((src, m.lights[t].name))
     return out
@@ -610,30 +649,29 @@ def first_difference(a: Machine, b: Machine) -> str:
 
 
 def read_maps(path: str) -> list[tuple[str, "object", bytes | None, dict | None]]:
-    """(map name, TextMap, BEHAVIOR, manifest or None) of every map in a WAD."""
-    import json
-
+    """(map name, TextMap, BEHAVIOR, manifest or None) of every map in a WAD; the manifest
+    through the one reader every command uses (mapgen/wadcheck.read_manifest)."""
     from acs.wad import read_wad
-    from mapgen.compile import MANIFEST_LUMP
+    from mapgen.wadcheck import read_manifest
 
     from .textmap import MapError, parse_textmap
 
     contents = read_wad(path)
     lumps = dict(contents.lumps)
-    infos = {}
-    if MANIFEST_LUMP in lumps:
-        try:
-            infos = json.loads(lumps[MANIFEST_LUMP].decode())
-        except (UnicodeDecodeError, ValueError):
-            infos = {}
+    infos = read_manifest(path, contents)
     if not contents.maps:
         raise MapError(f"{path}: no UDMF map in this WAD")
     out = []
     for mp in contents.maps:
         info = infos.get(mp.name)
         behavior = mp.behavior
-        if info and "embed" in info:  # a circuit embedded in someone's map: our library
-            behavior = lumps.get(info["embed"]["library"], behavior)
+        if info and info.get("embed"):  # a circuit embedded in someone's map: our library
+            library = info["embed"]["library"]
+            if library not in lumps:
+                raise MapError(f"{path}:{mp.name}: the manifest names the circuit's ACS "
+                               f"library {library[:40]!r}, which the WAD does not hold\n"
+                               "    hint: embed the circuit again")
+            behavior = lumps[library]
         out.append((mp.name, parse_textmap(mp.textmap, f"{path}:{mp.name}:TEXTMAP"), behavior,
                     info))
     return out

@@ -26,13 +26,14 @@ the same network" means here (docs/modding.md).
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 from mapgen import physics as P
 from mapgen.program import (SCRIPT_BEGIN, SCRIPT_FED, SCRIPT_INFER, SCRIPT_INPUT_BASE,
                             SCRIPT_READ_BASE)
 
-from .behavior import read_scripts
+from .behavior import BehaviorError, read_scripts
 from .textmap import MapError, TextMap
 
 RAISE, LOWER, SET = (P.SPECIAL[k] for k in ("Light_RaiseByValue", "Light_LowerByValue",
@@ -119,6 +120,9 @@ class Machine:
     open: bool = False
     inits: dict[int, int] = field(default_factory=dict)
     done: int | None = None
+    # Door tags the bus writes that no doll's chain of sectors reaches (an edit broke the
+    # lane): door tag -> (source, [(sector, x, y), ...]). Not compared: a reader's finding.
+    stray_doors: dict[int, tuple] = field(default_factory=dict)
 
     def key(self):
         return (sorted(l.key() for l in self.lights.values()), [l.key() for l in self.lanes],
@@ -127,6 +131,15 @@ class Machine:
 
     def same_as(self, other: "Machine") -> bool:
         return self.key() == other.key()
+
+    def value_target(self, door: "MDoor") -> int | None:
+        """The light a door adds its step to: the first of its lines aimed at a value light
+        (lines on a landing are in the map's x order, which an edit may change), else the
+        first line's (a map without name comments)."""
+        for t, _ in door.lines:
+            if t in self.lights and self.lights[t].role == "value":
+                return t
+        return door.lines[0][0] if door.lines else None
 
 
 # ------------------------------------------------------------------------------- from a Circuit
@@ -157,15 +170,23 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
     """Read the machine from a parsed TEXTMAP and its BEHAVIOR lump. `info` (the manifest)
     is used only for what a map cannot say: the number of time steps, and output names when
     there are too many outputs for script 2 to read."""
+    ours = "not a VoodooNet machine: the map holds none" + (
+        "" if info else " (and the WAD has no VNETINFO manifest)")
+    hint = ("\n    hint: extract and verify read maps built by `build.py compile` or "
+            "`build.py embed`")
     if behavior is None:
-        raise MapError(f"{where}: no BEHAVIOR lump: not a VoodooNet machine")
-    scripts = read_scripts(behavior)
-    base = int(info.get("infer_script", SCRIPT_INFER)) - SCRIPT_INFER if info else 0
+        raise MapError(f"{where}: {ours}: it has no BEHAVIOR lump{hint}")
+    try:
+        scripts = read_scripts(behavior)
+    except (BehaviorError, struct.error) as e:
+        raise MapError(f"{where}: {ours}: its BEHAVIOR lump is {_behavior_problem(e)}"
+                       f"{hint}") from None
+    base = info["infer_script"] - SCRIPT_INFER if info else 0
     if base:  # embedded in someone's map (modding/embed.py): our scripts are renumbered
         scripts = {n - base: s for n, s in scripts.items() if n >= base}
     if SCRIPT_INFER not in scripts:
-        raise MapError(f"{where}: BEHAVIOR has no script {SCRIPT_INFER} (the inference "
-                       "script): not a VoodooNet machine")
+        raise MapError(f"{where}: {ours}: BEHAVIOR has no script "
+                       f"{SCRIPT_INFER + base} (the inference script){hint}")
     for num, s in scripts.items():
         if s.error and num in (SCRIPT_INFER, SCRIPT_BEGIN, *_input_scripts(scripts)):
             raise MapError(f"{where}: {s.error}\n    hint: the bus scripts must stay as the "
@@ -186,8 +207,30 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
     m = Machine(lights, lanes, {g: tuple(v) for g, v in groups.items()}, outputs,
                 bus["n_inputs"], steps, bus["phase_tics"], bus["writes"], bus["speeds"],
                 bus["parks"], open=bool(info and info.get("open")), inits=bus["inits"],
-                done=done if isinstance(done, int) else None)
+                done=done if isinstance(done, int) else None,
+                stray_doors=_stray_doors(tm, bus, lanes))
     return m
+
+
+def _stray_doors(tm: TextMap, bus, lanes: list[MLane]) -> dict[int, tuple]:
+    """Door tags the bus writes that are on no lane, with the sectors carrying them."""
+    reached = {lane.door_tag for lane in lanes}
+    stray = {tag: (src, []) for tag, src in bus["source"].items() if tag not in reached}
+    if stray:
+        boxes = tm.sector_boxes()
+        for i in range(len(tm.sectors)):
+            tags, b = tm.sector_tags(i), boxes[i]
+            if tags and tags[0] in stray and b is not None:
+                stray[tags[0]][1].append((i, (b[0] + b[2]) / 2, (b[1] + b[3]) / 2))
+    return stray
+
+
+def _behavior_problem(e: Exception) -> str:
+    """What is wrong with a BEHAVIOR lump, as the end of a sentence."""
+    text = str(e)
+    if text.startswith("not an ACSe/ACSE"):
+        return "not in the ACSE format our compiler writes (an older ACS0 lump, or not ACS)"
+    return f"not one our compiler wrote: {text}"
 
 
 def _val(v) -> int:

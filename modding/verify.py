@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dsl.diagnostics import VoodooError
 from mapgen import physics as P
 from mapgen.layout import ride_reach
 from mapgen.program import run_tics
@@ -116,8 +117,8 @@ def lane_names(m: Machine) -> dict[int, str]:
         src = lane.source
         if src[0] == "light" and src[1] in m.lights:
             out[lane.tid] = m.lights[src[1]].name
-        elif lane.doors and lane.doors[0].lines and lane.doors[0].lines[0][0] in m.lights:
-            out[lane.tid] = m.lights[lane.doors[0].lines[0][0]].name
+        elif lane.doors and m.value_target(lane.doors[0]) in m.lights:
+            out[lane.tid] = m.lights[m.value_target(lane.doors[0])].name
         else:
             out[lane.tid] = f"doll {lane.tid}" + (" (clock)" if src[0] == "none" else "")
     return out
@@ -300,6 +301,75 @@ def _dependencies(m: Machine, names) -> list[Finding]:
     return out
 
 
+def check_dolls(tm: TextMap, m: Machine) -> list[Finding]:
+    """What moves the dolls: one player-1 start on every lane's spawn strip (a voodoo doll;
+    a lane without one never rides), the last player-1 start on no lane (it is the player),
+    and the conveyor: every lane sector but the pad carries one tag, which a Scroll_Floor
+    line carries things along at the doll speed (the schedule's run times assume it)."""
+    out: list[Finding] = []
+    boxes = tm.sector_boxes()
+    names = lane_names(m)
+    starts = [(k, float(t.get("x", 0)), float(t.get("y", 0))) for k, t in enumerate(tm.things)
+              if int(t.get("type", 0) or 0) == 1]
+
+    def inside(x, y, sector) -> bool:
+        b = boxes[sector] if 0 <= sector < len(boxes) else None
+        return b is not None and b[0] < x < b[2] and b[1] < y < b[3]
+
+    on_lane = set()
+    for lane in m.lanes:
+        spawn = lane.segments[0].sector
+        here = [k for k, x, y in starts if inside(x, y, spawn)]
+        on_lane.update(here)
+        if len(here) != 1:
+            out.append(Finding("dolls", f"{_at(tm, spawn, boxes)}: the spawn strip of "
+                               f"{names[lane.tid]} holds {len(here)} player-1 starts (things "
+                               f"{', '.join(map(str, here)) or 'none'}), not one: "
+                               + ("its lane has no doll and never rides" if not here else
+                                  "two dolls would ride one lane")))
+    if starts and starts[-1][0] in on_lane:
+        out.append(Finding("dolls", f"thing {starts[-1][0]}: the last player-1 start is the "
+                           "player, but this one is a lane's doll: the map's own player start "
+                           "is gone or comes before the dolls"))
+    return out + _conveyor(tm, m, names, boxes)
+
+
+def _conveyor(tm: TextMap, m: Machine, names, boxes) -> list[Finding]:
+    out: list[Finding] = []
+    count: dict[int, int] = {}
+    carried = [(lane, s) for lane in m.lanes for k, s in enumerate(lane.segments) if k != 1]
+    for _, s in carried:  # the pad (segment 1) is the one sector that does not carry
+        for t in tm.sector_tags(s.sector)[s.kind == "door":]:
+            count[t] = count.get(t, 0) + 1
+    if not carried:
+        return out
+    tag = max(count, key=lambda t: (count[t], -t)) if count else 0
+    for lane, s in carried:
+        if tag not in tm.sector_tags(s.sector):
+            out.append(Finding("dolls", f"{_at(tm, s.sector, boxes)} in the lane of "
+                               f"{names[lane.tid]} does not carry the conveyor tag {tag}: the "
+                               "doll stops there"))
+    scrolls = [i for i, ln in enumerate(tm.linedefs)
+               if int(ln.get("special", 0) or 0) == P.SPECIAL["Scroll_Floor"]]
+    ours = [i for i in scrolls if int(tm.linedefs[i].get("arg0", 0) or 0) == tag]
+    if not ours:
+        others = ", ".join(f"{_line_at(tm, i)} scrolls tag {tm.linedefs[i].get('arg0', 0)}"
+                           for i in scrolls[:3])
+        out.append(Finding("dolls", f"no Scroll_Floor line carries the lanes' conveyor tag "
+                           f"{tag}" + (f" ({others})" if others else "") + ": no doll rides"))
+        return out
+    ln = tm.linedefs[ours[0]]
+    (x1, y1), (x2, y2) = tm.line_ends(ours[0])
+    bits, how = int(ln.get("arg1", 0) or 0), int(ln.get("arg2", 0) or 0)
+    if not (bits & 4 and how in (1, 2) and y1 == y2 and x2 - x1 == P.SCROLL_LINE_LENGTH):
+        out.append(Finding("dolls", f"{_line_at(tm, ours[0])}: the Scroll_Floor line of the "
+                           f"conveyor (tag {tag}) must carry things (arg2 1 or 2) along its "
+                           f"own vector (arg1 4), +x and {P.SCROLL_LINE_LENGTH} units long "
+                           f"({P.DOLL_SPEED} units per tic, as the schedule assumes); it has "
+                           f"arg1 {bits}, arg2 {how}, vector ({x2 - x1:g}, {y2 - y1:g})"))
+    return out
+
+
 def check_ranges(tm: TextMap, m: Machine, circuit=None) -> list[Finding]:
     out = []
     boxes = tm.sector_boxes()
@@ -336,29 +406,32 @@ def check_budgets(tm: TextMap) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------- driver
 def embedded_machine(path: str, map_index: int, solo) -> Machine | None:
-    """The machine of the netlist embedded in the WAD (its tile for a tiled WAD)."""
-    from dsl.diagnostics import VoodooError
+    """The machine of the netlist embedded in the WAD (its tile for a tiled WAD); None for
+    a WAD without one. A damaged netlist lump, or one that no longer builds, is a
+    VoodooError naming the lump."""
+    from acs.wad import read_wad
     from mapgen.circuit import lower
-    from mapgen.compile import load_wad
+    from mapgen.wadcheck import NETLIST_LUMP, read_manifest, read_netlist
 
-    try:
-        loaded = load_wad(path)
-    except VoodooError:
+    contents = read_wad(path)
+    net = read_netlist(path, contents)
+    if net is None:
         return None
-    net = loaded.net
-    if len(loaded.infos) > 1:
+    infos = list(read_manifest(path, contents).values())
+    if len(infos) > 1:
         # The tile's netlist: planned again as the compiler planned it (automatically, or
         # into as many maps as the WAD holds), known right by its inputs and outputs.
         from mapgen.tiles import plan_tiles
 
-        info = loaded.infos[map_index]
-        for plan in (plan_tiles(net), plan_tiles(net, n_tiles=len(loaded.infos))):
-            if len(plan) == len(loaded.infos) and plan[map_index].inputs == \
+        info = infos[map_index]
+        for plan in (plan_tiles(net), plan_tiles(net, n_tiles=len(infos))):
+            if len(plan) == len(infos) and plan[map_index].inputs == \
                     info.get("tile_inputs") and plan[map_index].outputs == info.get("tile_outputs"):
                 net = plan[map_index].net
                 break
         else:
-            return None
+            raise ExtractError(f"{path}: the {NETLIST_LUMP} lump's netlist does not split into "
+                               "the WAD's tiles (their inputs and outputs differ)")
     return from_circuit(lower(net, solo=solo), net.steps)
 
 
@@ -379,11 +452,17 @@ def verify_map(path: str, map_name: str | None = None, runs: int = 8, seed: int 
     where = f"{path}:{name}"
     rep = Report(where)
     m = from_map(tm, behavior, where, info)
-    before = embedded_machine(path, idx, solo_lines(m))
-    if before is None:
-        rep.changes.append("(no netlist embedded in this WAD: nothing to diff against)")
+    try:
+        before = embedded_machine(path, idx, solo_lines(m))
+    except VoodooError as e:
+        before = None
+        rep.errors.append(Finding("netlist", "the netlist embedded in the WAD is damaged "
+                                  "(nothing to diff against): " + str(e).splitlines()[0]))
     else:
-        rep.changes = diff(before, m)
+        if before is None:
+            rep.changes.append("(no netlist embedded in this WAD: nothing to diff against)")
+        else:
+            rep.changes = diff(before, m)
     circuit = None
     try:
         ex = machine_netlist(m, name.lower(), where)
@@ -391,7 +470,7 @@ def verify_map(path: str, map_name: str | None = None, runs: int = 8, seed: int 
         circuit = lower(parse(ex.text, f"{where}.dnet"))
     except ExtractError as e:
         rep.errors.append(Finding("netlist", str(e).split(": ", 1)[-1]))
-    rep.errors += (check_geometry(tm, m) + check_schedule(tm, m, circuit)
+    rep.errors += (check_geometry(tm, m) + check_dolls(tm, m) + check_schedule(tm, m, circuit)
                    + check_ranges(tm, m, circuit) + check_budgets(tm))
     if rep.errors:
         rep.engine = "not run: the map has errors"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import struct
 
-from acs.wad import atomic_output, read_wad
+from acs.wad import read_wad
+from dsl.util import atomic_output
 
 
 def read_lumps(path: str) -> list[tuple[str, bytes]]:

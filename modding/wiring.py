@@ -60,7 +60,14 @@ def parse_wiring(text: str, path: str) -> tuple[list[InputWire], list[OutputWire
         m = _INPUT.match(line)
         if m:
             mode = m.group("mode")
-            value = None if mode == "toggle" else int(mode.split()[1])
+            digits = mode.split()[1] if mode != "toggle" else ""
+            # No input range reaches 19 digits (and Python refuses int() of thousands).
+            if len(digits.lstrip("-")) > 18:
+                bad.append(f"{where}: error: set {digits[:12]}... ({len(digits)} digits) is "
+                           "beyond any input's range\n    hint: set a value within the "
+                           "input's range")
+                continue
+            value = None if mode == "toggle" else int(digits)
             ins.append(InputWire(m.group("name"), value,
                                  int(m.group("line")) if m.group("line") else None,
                                  m.group("how") or "use",
@@ -82,14 +89,21 @@ def parse_wiring(text: str, path: str) -> tuple[list[InputWire], list[OutputWire
 
 def check_wiring(ins, outs, net, tm, path: str) -> None:
     """Every name is an input / a node of the circuit; every line and sector exists and is
-    free to take our special."""
+    free to take our special; a `set` value lies in its input's range; a line drives one
+    input and a sector is driven by one output (two outputs in one sector would both
+    change its light, floor or ceiling: a wrong value, never a right one)."""
     bad = []
-    inputs = {net.nodes[i].name for i in net.inputs}
+    ranges = {net.nodes[i].name: r for i, r in zip(net.inputs, net.input_ranges())}
+    inputs = set(ranges)
     names = {n.name for n in net.nodes}
     for w in ins:
         if w.name not in inputs:
             bad.append(f"{w.where}: error: '{w.name}' is not an input of {net.source}\n    "
                        f"hint: its inputs are {', '.join(sorted(inputs))}")
+        elif w.value is not None and not ranges[w.name][0] <= w.value <= ranges[w.name][1]:
+            lo, hi = ranges[w.name]
+            bad.append(f"{w.where}: error: set {_short(w.value)}: {w.name} takes "
+                       f"{lo}..{hi}\n    hint: set a value within {lo}..{hi}")
         if w.line is not None:
             if w.line >= len(tm.linedefs):
                 bad.append(f"{w.where}: error: the map has no line {w.line} "
@@ -108,5 +122,37 @@ def check_wiring(ins, outs, net, tm, path: str) -> None:
             if s >= len(tm.sectors):
                 bad.append(f"{w.where}: error: the map has no sector {s} "
                            f"(it has {len(tm.sectors)})")
+    bad += _shared(ins, outs)
     if bad:
         raise WiringError("\n".join(bad))
+
+
+def _shared(ins, outs) -> list[str]:
+    """A line wired to two inputs (it has one special), a sector to two outputs."""
+    bad = []
+    line_of: dict[int, InputWire] = {}
+    for w in ins:
+        if w.line is not None:
+            if w.line in line_of:
+                first = line_of[w.line]
+                bad.append(f"{w.where}: error: line {w.line} already drives {first.name} "
+                           f"({first.where}): a line has one special\n    hint: wire "
+                           f"{w.name} to another line or a sector")
+            line_of.setdefault(w.line, w)
+    sector_of: dict[int, OutputWire] = {}
+    for w in outs:
+        for s in w.sectors:
+            if s in sector_of:
+                first = sector_of[s]
+                what = f"listed twice for output {w.name}" if first is w else \
+                    f"already driven by output {first.name} ({first.where})"
+                bad.append(f"{w.where}: error: sector {s} is {what}: two drivers of one "
+                           "sector would both change it, and it would show a wrong value"
+                           f"\n    hint: give {w.name} sectors of its own, each once")
+            sector_of.setdefault(s, w)
+    return bad
+
+
+def _short(v: int) -> str:
+    text = str(v)
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"

@@ -5,3 +5,15 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Tests that could not run here (the only skips allowed: those needing the real acc or
+    GZDoom) are named at the end with their reason, not only counted."""
+    reasons: dict[str, int] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, n in sorted(reasons.items()):
+        terminalreporter.write_line(f"SKIPPED {n} test(s): {reason}", yellow=True, bold=True)

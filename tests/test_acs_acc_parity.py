@@ -201,3 +201,108 @@ def test_library_strings_in_the_engine(tmp_path):
         e.advance(3)
         assert e.users()[:5] == [len("library!"), len("library-map-variable"),
                                  len("library-array-element"), 1, 22 + 1 + 2]
+
+
+# ---- 23. strings are numbered in source order, as acc numbers them (issue 25 item 13) --------
+def strl(lump: bytes) -> list[str]:
+    """The string table of a lump, ours (ACSe chunks) or acc's (ACS0 header, ACSe chunks)."""
+    i = lump.find(b"STRL")
+    if i < 0:
+        return []
+    body = lump[i + 8:i + 8 + struct.unpack_from("<I", lump, i + 4)[0]]
+    n = struct.unpack_from("<I", body, 4)[0]
+    return [body[o:body.index(b"\0", o)].decode()
+            for o in struct.unpack_from(f"<{n}I", body, 12)]
+
+
+STRING_ORDER = {
+    "map variable first": ('str t = "abc";\nscript 1 (void) { str s; Print(s:"z"); }\n',
+                           ["abc", "z"]),
+    "array and a later variable": ('function void f(void) { Print(s:"f"); }\n'
+                                   'str arr[2] = {"x", "y"};\nscript 1 (void) { Print(s:"s"); '
+                                   'f(); }\nstr late = "late";\n',
+                                   ["f", "x", "y", "s", "late"]),
+    "repeated": ('str a1[3] = {"p", "q"};\nstr b1 = "p";\nscript 1 (void) { Print(s:"r"); }\n',
+                 ["p", "q", "r"]),
+    "named script": ('script "foo" (void) { Print(s:"k"); }\nstr z = "zz";\n', ["k", "zz"]),
+    "code that never runs": ('script 1 (void) { if (0) Print(s:"dead"); Print(s:"live"); }\n',
+                             ["dead", "live"]),
+}
+
+
+@pytest.mark.parametrize("name", list(STRING_ORDER))
+def test_strings_are_numbered_in_source_order(name):
+    src, want = STRING_ORDER[name]
+    assert strl(acs.compile_source('#include "zcommon.acs"\n' + src, "t.acs")) == want
+
+
+@pytest.mark.parametrize("name", list(STRING_ORDER))
+def test_string_numbering_equals_the_real_accs(name):
+    from acs.external import compile_with_acc, find_acc
+
+    if find_acc() is None:
+        pytest.skip("NOT RUN: the real acc is not installed; set $ACC to its path (or put "
+                    "acc on PATH) to compare with it")
+    src, want = STRING_ORDER[name]
+    assert strl(compile_with_acc('#include "zcommon.acs"\n' + src, "t.acs")) == want
+
+
+def test_an_unset_str_is_string_0_as_under_acc(tmp_path):
+    """The issue's program: `str t = "abc";` before a script using "z": an unset `str s`
+    holds string 0, "abc" (length 3) under acc and under ours."""
+    src = ('#include "zcommon.acs"\nglobal int 1:g;\nstr t = "abc";\n'
+           'script 1 OPEN { str s; g = StrLen(s) + 10 * StrLen("z"); }\n')
+    wad = str(tmp_path / "s.wad")
+    write_wad(wad, [MapLump("MAP01", room_textmap(), acs.compile_source(src, "s.acs"))])
+    with Engine(wad) as e:
+        e.advance(3)
+        assert e.user(1) == 3 + 10
+
+
+# ---- 24. a function with a value must end in a return, as acc requires (issue 25 item 14) ----
+@pytest.mark.parametrize("body, where", [
+    ("function int f(int a) { if (a) return 5; }", "2:42"),
+    ("function int f(int a) { if (a) return 5; else return 6; }", "2:57"),
+    ("function str f(int a) { }", "2:25"),
+    ("function bool f(int a) { return 1; a++; }", "2:41"),
+    ("function int f(int a) { while (a) { return 1; } }", "2:49"),
+    ("function int f(int a) { switch (a) { default: return 1; } }", "2:59"),
+    ("function int f(int a) { return 1; int b = 2; }", "2:46"),
+    ("function int f(int a)\n{\n    if (a)\n        return 5;\n}", "6:1"),
+])
+def test_a_function_that_can_end_without_a_return_is_refused(body, where):
+    """acc says "Function must return a value." for each (the line of the closing brace):
+    we refuse them too, at the brace; without this the function returned 0."""
+    assert errors('#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n") == [
+        (f"t.acs:{where}", "function 'f' must return a value: it can end here without a "
+                           "return")]
+
+
+@pytest.mark.parametrize("body", [
+    "function int f(int a) { if (a) { return 2; } return 1; }",
+    "function int f(int a) { { { return 1; } } }",
+    "function int f(int a) { return 1;; { } int b; { int c; } }",
+    "function void f(int a) { if (a) return; }",
+])
+def test_functions_acc_accepts_are_accepted(body):
+    acs.compile_source('#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n", "t.acs")
+
+
+def test_the_return_rule_agrees_with_the_real_acc():
+    from acs.external import compile_with_acc, find_acc
+
+    if find_acc() is None:
+        pytest.skip("NOT RUN: the real acc is not installed; set $ACC to its path (or put "
+                    "acc on PATH) to compare with it")
+    for body, refused in [("function int f(int a) { if (a) return 5; else return 6; }", True),
+                          ("function int f(int a) { return 1; int b = 2; }", True),
+                          ("function int f(int a) { return 1;; { } int b; }", False),
+                          ("function int f(int a) { { return 1; } }", False)]:
+        src = '#include "zcommon.acs"\n' + body + "\nscript 1 (void) { }\n"
+        for compile_ in (acs.compile_source, compile_with_acc):
+            try:
+                compile_(src, "t.acs")
+                got = False
+            except CompileError as e:
+                got = "must return a value" in str(e).lower()
+            assert got == refused, (body, compile_)

@@ -92,4 +92,5 @@ def test_unwritable_output(tmp_path):
     out = tmp_path / "no-such-dir" / "x.o"
     r = build(src, "-o", str(out))
     assert r.returncode == 1
-    assert r.stderr == f"{out}: cannot write the output: No such file or directory\n"
+    assert r.stderr == (f"-o {out}: directory {out.parent} does not exist; create it first "
+                        "or write elsewhere\n")

@@ -313,6 +313,43 @@ def test_error_inside_an_include_names_that_file(tmp_path):
     assert [str(d.pos) for d in info.value.diagnostics] == ["lib.acs:3:5"]
 
 
+def test_an_error_in_an_included_file_shows_where_it_was_included(tmp_path):
+    """Issue 25 item 18: every problem inside an included file (a syntax error, a name
+    error found later by the compiler, a binary file) shows the #include lines that
+    brought the file in, innermost first."""
+    main = tmp_path / "main.acs"
+    main.write_text('#include "a.acs"\nscript 1 OPEN { }\n')
+    (tmp_path / "a.acs").write_text('#include "b.acs"\nfunction void f(void) { x = 1; }\n')
+    (tmp_path / "b.acs").write_text("script 2 (void) { y = 1; }\n")
+    with pytest.raises(CompileError) as info:
+        acs.compile_file(str(main))
+    assert str(info.value) == (
+        "b.acs:1:19: error: undefined name 'y'\n    hint: declare it first (int name;) or "
+        f"#define it\n    included from a.acs:1:1\n    included from {main}:1:1\n"
+        "a.acs:2:25: error: undefined name 'x'\n    hint: declare it first (int name;) or "
+        f"#define it\n    included from {main}:1:1")
+    (tmp_path / "b.acs").write_text("script 2 (void) { int a = ; }\n")
+    with pytest.raises(CompileError) as info:
+        acs.compile_file(str(main))
+    assert str(info.value).endswith(f"\n    included from a.acs:1:1\n    included from {main}:1:1")
+
+
+def test_including_a_file_that_is_not_acs_names_the_include(tmp_path):
+    main = tmp_path / "main.acs"
+    main.write_text('script 1 OPEN { }\n#include "/etc/passwd"\n')
+    with pytest.raises(CompileError) as info:
+        acs.compile_file(str(main))
+    shown = str(info.value)
+    assert shown.startswith("/etc/passwd:1:1: error: syntax error"), shown
+    assert shown.endswith(f"\n    included from {main}:2:1"), shown
+    (tmp_path / "bin.acs").write_bytes(b"\x00\x01")
+    main.write_text('#include "bin.acs"\n')
+    with pytest.raises(CompileError) as info:
+        acs.compile_file(str(main))
+    assert str(info.value).endswith(f"binary file?\n    hint: pass the .acs source, not a "
+                                    f"compiled lump\n    included from {main}:1:1")
+
+
 def test_unreadable_file(tmp_path):
     with pytest.raises(CompileError) as info:
         acs.compile_file(str(tmp_path / "missing.acs"))

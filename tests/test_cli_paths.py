@@ -204,8 +204,9 @@ def test_netlist_files_that_are_not_regular_bom_and_eof_positions(tmp_path):
 
 
 def test_acs_write_failure_leaves_no_wad(tmp_path):
-    """--acs fails only when written (/proc passes every check beforehand): the WAD, written
-    first to a temporary file, is not left behind either."""
+    """--acs in /proc is refused before anything is written (output_path creates and
+    removes a file where each output goes: /proc passes every other check), so the WAD is
+    not written either."""
     r = cli("compile", XOR, "-o", str(tmp_path / "x.wad"), "--acs", "/proc/x.acs")
-    one_line_error(r, "/proc/x.acs: cannot write the ACS source")
+    one_line_error(r, "--acs /proc/x.acs: cannot write in /proc")
     assert os.listdir(tmp_path) == []

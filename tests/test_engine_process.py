@@ -135,6 +135,49 @@ def test_failed_engine_start_leaves_no_directories(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def _interrupted_start(monkeypatch, tmp_path):
+    """Make every DoomGame start and then see an interrupt (Ctrl-C, or SIGTERM made one by
+    build.py) before its constructor returns: where 4 of 5 interrupted brainlevel runs were
+    stopped (issue 25 item 16). Temporary directories go to tmp_path."""
+    import tempfile
+
+    import vizdoom
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real = vizdoom.DoomGame.init
+
+    def init(self):
+        real(self)
+        raise KeyboardInterrupt("SIGTERM")
+    monkeypatch.setattr(vizdoom.DoomGame, "init", init)
+
+
+def test_an_interrupted_in_process_engine_start_leaves_nothing(tmp_path, xor_wad, monkeypatch):
+    """The in-process engine (brainlevel's) removes its config directory (voodoonet-vzd-*)
+    however its start ends."""
+    from engine.doom import LocalEngine
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    _interrupted_start(monkeypatch, tmp)
+    with pytest.raises(KeyboardInterrupt):
+        LocalEngine(str(xor_wad))
+    assert os.listdir(tmp) == []
+
+
+def test_an_interrupted_scenario_start_leaves_nothing(tmp_path, monkeypatch):
+    import vizdoom
+
+    from engine.scenario import Scenario
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    _interrupted_start(monkeypatch, tmp)
+    with pytest.raises(KeyboardInterrupt):
+        Scenario(os.path.join(os.path.dirname(vizdoom.__file__), "scenarios", "basic.cfg"))
+    assert os.listdir(tmp) == []
+
+
 def _wait_for_engines(p, tag, n=1, timeout=120):
     end = time.time() + timeout
     while time.time() < end:

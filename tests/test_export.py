@@ -216,5 +216,5 @@ def test_cli_argument_errors(tmp_path):
     copy = tmp_path / "xor.dnet"
     copy.write_text(open(xor).read())
     r = cli("export", str(copy), "--torch", "-o", str(copy))
-    assert r.returncode != 0 and "is the netlist being exported" in r.stderr
+    assert r.returncode != 0 and "the output would overwrite the input" in r.stderr
     assert copy.read_text() == open(xor).read()

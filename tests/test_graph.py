@@ -259,3 +259,67 @@ def test_every_problem_is_reported_at_once():
     shown = str(e.value)
     assert "bad.dnet:4:12: error: unknown gate 'selekt'\n    hint: did you mean 'select'?" in shown
     assert "bad.dnet:3:12: error: select: select's condition has range 0..3" in shown
+
+
+# -- issue 25 item 1: slices (and whole vectors) as operation operands --------------------------
+SLICE_OPS = """
+network slices
+input x[3] : 0..2
+input c : 0..1
+neuron e  : equals(x[1:3], [1, 2])
+neuron m  : max(x[0:2], 1)
+neuron n  : min(x)
+neuron k  : argmax(x[1:3])
+neuron k3 : argmax(x[:2], x[2])
+neuron an : and(c, e)
+neuron w  : switch(c, x[1:])
+output e, m, n, k, k3, an, w
+"""
+
+
+def test_dnet_slices_are_operation_operands():
+    net = parse(SLICE_OPS, "slices.dnet")
+    dom = [list(v) for v in itertools.product(range(3), range(3), range(3), range(2))]
+    got = evaluate(net, dom).last_outputs().tolist()
+    assert evaluate(lower_products(net), dom).last_outputs().tolist() == got
+    for (x0, x1, x2, c), out in zip(dom, got):
+        e = int((x1, x2) == (1, 2))
+        assert out == [e, max(x0, x1, 1), min(x0, x1, x2), [x1, x2].index(max(x1, x2)),
+                       [x0, x1, x2].index(max(x0, x1, x2)), c & e, [x1, x2][c]], (x0, x1, x2, c)
+
+
+def test_graph_lists_are_operation_operands():
+    g = Graph("slices")
+    x = g.inputs("x", 3, 0, 2)
+    g.output(g.max(x[0:2], 1), "m")
+    g.output(g.min(x), "n")
+    g.output(g.equals([x[0], x[1:3]], [0, 1, 2]), "e")
+    got = outputs_over(g, itertools.product(range(3), repeat=3))
+    for (x0, x1, x2), out in got.items():
+        assert out == [max(x0, x1, 1), min(x0, x1, x2), int((x0, x1, x2) == (0, 1, 2))]
+
+
+@pytest.mark.parametrize("make", [
+    lambda g, x: g.lt(x[0:2], 1), lambda g, x: g.select(x[0:1], 1, 2),
+    lambda g, x: g.product(x[0:2], x[1:3]), lambda g, x: g.clamp(x, 0, 1)])
+def test_graph_refuses_a_list_where_one_value_goes(make):
+    g = Graph("t")
+    x = g.inputs("x", 3, 0, 2)
+    with pytest.raises(GraphError, match="an operand is a list .* where one value is needed"):
+        make(g, x)
+
+
+@pytest.mark.parametrize("text,where,message", [
+    ("input x[3] : 0..2\nneuron y : lt(x[0:2], 1)\noutput y", "2:15",
+     "lt: x[0:2] is a slice where one value is needed"),
+    ("input x[3] : 0..2\nneuron y : select(x[1:], 1, 2)\noutput y", "2:19",
+     "select: x[1:] is a slice where one value is needed"),
+    ("input x[3] : 0..2\nneuron y : max(x[2:5], 1)\noutput y", "2:16",
+     "slice x[2:5] is out of range or empty (size 3)"),
+    ("input x[3] : 0..2\nneuron y : argmax(x[0:1])\noutput y", "2:12",
+     "argmax needs different arguments"),
+    ("input x[3] : 0..1\nneuron y : equals(x[0:2], [1])\noutput y", "2:12",
+     "equals: equals compares 2 values with 1 constants"),
+])
+def test_dnet_slice_operand_errors_are_positioned(text, where, message):
+    test_dnet_operation_errors_are_positioned(text, where, message)

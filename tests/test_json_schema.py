@@ -111,3 +111,11 @@ def test_embedded_netlist_lump_is_checked_too(tmp_path):
         "VNETINFO": lumps["VNETINFO"], "VNETLIST": json.dumps(net).encode()})
     r = cli("run", str(tmp_path / "bad.wad"), "-i", "1,0", cwd=tmp_path)
     assert r.returncode == 1 and "VNETLIST:lines: error: lines must be a list" in r.stderr
+
+
+def test_a_slice_where_an_element_goes_is_refused_with_its_path():
+    """Issue 25 item 1: the JSON form spells elements out; a slice is a positioned error."""
+    with pytest.raises(CompileError) as e:
+        loads(doc(lines__0__0="x[0:2]"), "net.json")
+    assert "net.json:lines[0]: error: 'x[0:2]' is a slice; the JSON form names one " \
+           "element here" in str(e.value)

@@ -371,3 +371,56 @@ def test_the_batch_period_is_tight(tmp_path, monkeypatch):
         got = r.infer_many(xs)
         assert r.infer_many(xs, batch=1) == want  # single beats keep the runner's period
     assert sum(g != w for g, w in zip(got, want)) > len(xs) // 2
+
+
+# -- issue 25 item 2: neurons without doors whose sums come from two phases -----------------
+CONSTGATE = """network constgate
+input x : 0..3
+neuron a : relu(s=1, max=5) = x + 1
+neuron b : relu(s=1, max=9) = a + 1
+"""
+
+
+@pytest.mark.parametrize("tail", [
+    "neuron y : step(t=1) = a + b\noutput y",                        # a gate kept constant
+    "neuron dead : identity = a + b\nneuron y : identity = b - a\noutput y",  # read by nobody
+    "neuron c : lut(0..20, [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4])"
+    " = a + b\nneuron y : identity = b + c\noutput y",                 # a constant lut
+    "neuron dead : max(a, b)\nneuron y : identity = b\noutput y",      # a dead max
+])
+def test_lights_nobody_reads_in_the_beat(tmp_path, tail):
+    net = load_text(CONSTGATE + tail)
+    cm = compile_netlist(net)  # the planner used to refuse these (so did --no-pipeline)
+    xs = [[0], [3], [1], [2], [3], [0], [2]]
+    want = evaluate(net, xs).last_outputs().tolist()
+    piped, simple, _, _ = run_both(tmp_path, cm, xs)
+    assert piped == want and simple == want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_nets_with_dead_and_constant_neurons(tmp_path, seed):
+    """Random MLPs with dead identities and maxes and constant steps and luts fed from two
+    layers: pipelined, batched and one at a time equal the reference, and a debug read of
+    every light after a one-at-a-time inference is exact (their lights are still kept)."""
+    from dsl.random_net import with_dead_and_constant
+    from engine.runner import _first_divergence, reference_labels
+
+    net = with_dead_and_constant(seed, [3, 4, 4, 2], gates=GATES)
+    cm = compile_netlist(net)
+    xs = inputs(net, 11, seed)
+    want = evaluate(net, xs).last_outputs().tolist()
+    path = str(tmp_path / "d.wad")
+    write_wad(path, [cm])
+    with MapRunner(path, cm.manifest) as r:
+        assert r.infer_many(xs) == want
+        assert r.infer_many(xs, batch=1) == want
+        assert r.infer_many(xs, pipeline=False) == want
+        lowered = cm.circuit.net
+        assert _first_divergence(lowered, r.read_all(), reference_labels(net, lowered, xs[-1])) \
+            is None
+
+
+def load_text(text: str):
+    from dsl.parser import parse
+
+    return parse(text, "constgate.dnet")

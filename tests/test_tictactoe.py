@@ -125,16 +125,20 @@ def test_a_visitor_walks_onto_a_pad(game_map):
     assert d.pads() == [PAD_OFF] * 9
 
 
-def test_bad_game_count_is_a_message(tmp_path):
+@pytest.mark.parametrize("games", ["0", "1001", "99999999"])
+def test_bad_game_count_is_a_message(tmp_path, games):
+    """--games is bounded (issue 25 item 17: 99,999,999 ran until killed), checked before
+    the map is built."""
     import os
     import subprocess
     import sys
 
     from conftest import ROOT
     r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "tictactoe", "--games",
-                        "0", "-o", str(tmp_path / "t.wad")], capture_output=True, text=True)
-    assert r.returncode != 0 and "--games 0: play at least one game" in r.stderr
-    assert "Traceback" not in r.stderr and not (tmp_path / "t.wad").exists()
+                        games, "-o", str(tmp_path / "t.wad")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and r.stderr == f"--games {games}: choose 1..1000 games\n", r.stderr
+    assert not (tmp_path / "t.wad").exists()
 
 
 @pytest.mark.parametrize("strategy,seed", [("trap", 0), ("greedy", 3)])

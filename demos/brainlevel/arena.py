@@ -374,6 +374,8 @@ def _glue_episode() -> list[str]:
     ]
 
 
+# The episode script is one namespace for acc (as for every script): each loop variable
+# has its own name, none a script argument's (`--acc external` compiles it).
 def _episode_start() -> list[str]:
     """The episode script's head, its reset, and each decision up to the freeze."""
     S = spec.SLOTS
@@ -401,7 +403,7 @@ def _episode_start() -> list[str]:
         "        if (frozen && Timer() % 2) { Delay(1); demon_tics++; check_slots(); }",
         "        if (frozen) GiveInventory(\"PowerTimeFreezer\", 1);",
         "        // Delay only in the script itself: a Delay inside a function crashes ViZDoom",
-        "        for (int i = 0; i < 2 * frozen && state == 0; i++) { Delay(1); demon_tics++; check_slots(); }",
+        "        for (int fz = 0; fz < 2 * frozen && state == 0; fz++) { Delay(1); demon_tics++; check_slots(); }",
         "        if (state) break;",
     ]
 
@@ -418,7 +420,7 @@ def _episode_think() -> list[str]:
         "        int act_k;",
         f"        if (mode >= {MODES['python']})",
         "        {",
-        "            for (int t = 0; ext_seq != seq; t++) { if (!frozen) hold(held, t); Delay(1); if (!frozen) { demon_tics++; check_slots(); } }",
+        "            for (int tp = 0; ext_seq != seq; tp++) { if (!frozen) hold(held, tp); Delay(1); if (!frozen) { demon_tics++; check_slots(); } }",
         "            act_k = ext_action;",
         "        }",
         "        else",
@@ -426,7 +428,7 @@ def _episode_think() -> list[str]:
         f"            ChangeCamera({CAM_HALL}, 1, 0);",
         "            infers++;  // never reset: the machine acknowledges each inference by it",
         f"            ACS_Execute({SCRIPT_INFER}, 0, infers);",
-        "            for (int t = 0; ack != infers; t++) { if (!frozen) hold(held, t); Delay(1); if (!frozen) { demon_tics++; check_slots(); } }",
+        "            for (int tm = 0; ack != infers; tm++) { if (!frozen) hold(held, tm); Delay(1); if (!frozen) { demon_tics++; check_slots(); } }",
         "            act_k = decision();",
         f"            ChangeCamera({CAM_ARENA}, 1, 0);",
         "        }",
@@ -448,7 +450,7 @@ def _episode_act() -> list[str]:
         f"        // a burst: up to {spec.BURST} shots at the chosen demon, until it is dead",
         "        // (at an empty slot: a burst straight ahead; wait: no shots, as long)",
         "        int target = act_k < " + str(spec.WAIT) + " && slot_kind[act_k];",
-        f"        for (int b = 0; b < {spec.BURST} && state == 0; b++)",
+        f"        for (int shot = 0; shot < {spec.BURST} && state == 0; shot++)",
         "        {",
         "            if (target && !slot_kind[act_k]) break;",
         "            fire(act_k);",

@@ -157,9 +157,10 @@ def write_gif(wad: str, info: dict, net, path: str, seed: int = 0, max_tics: int
                         max_tics=max_tics)
     images = [Image.fromarray(f).quantize(colors=128, method=Image.Quantize.MEDIANCUT)
               for f in frames]
-    tmp = path + ".tmp.gif"
-    images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(
-        1000 * every / TIC_RATE), loop=0, optimize=True)
-    os.replace(tmp, path)
+    from dsl.util import atomic_output
+
+    with atomic_output(path, ".gif") as tmp:
+        images[0].save(tmp, save_all=True, append_images=images[1:], duration=int(
+            1000 * every / TIC_RATE), loop=0, optimize=True)
     print(f"{path}: {len(images)} frames of episode {seed} (paused, {res.outcome}, "
           f"{len(res.decisions)} decisions)")
