@@ -58,6 +58,10 @@ DAMAGED = [("[]", "expected an object of maps"), ("null", "expected an object of
 DAMAGED += [((key, v), f"MAP01.{key}") for key in ("infer_script", "steps")
             for v in (None, "x", [])]
 DAMAGED += [(("pipeline", "x"), "MAP01.pipeline"), (("embed", {"library": 3}), "MAP01.embed")]
+# The recurrence's keys (issue 20): a fed-back input the map lacks, a done past the outputs.
+DAMAGED += [(("open", "yes"), "MAP01.open"), (("feedback", ["nope"]), "MAP01.feedback"),
+            (("feedback", "x"), "MAP01.feedback"), (("done", 7), "MAP01.done"),
+            (("done", -1), "MAP01.done")]
 
 
 @pytest.mark.parametrize("damage, message", DAMAGED)
