@@ -27,14 +27,25 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def consts_of(m) -> dict[str, np.ndarray]:
+    """The graph's constants: its initializers and Constant nodes' values, by name."""
+    from onnx import numpy_helper
+
+    out = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    out[n.output[0]] = numpy_helper.to_array(a.t)
+    return out
+
+
 class _Chain:
     """Walks the graph's nodes in order, following the one tensor from input to output."""
 
     def __init__(self, m, where: str):
-        from models.onnx_import import _consts
-
         self.m, self.where = m, where
-        self.consts = _consts(m)
+        self.consts = consts_of(m)
         self.layers: list = []
         self.widths: dict[int, tuple] = {}   # a Reshape's layer -> (node, width it asks for)
 

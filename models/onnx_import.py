@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.diagnostics import VoodooError
+from models.onnx_float import consts_of, float_stack
 
 ONNX_HINT = "install it with `pip install onnx==1.23.2` (see requirements.txt)"
 META_RANGES = "voodoonet.input_ranges"
@@ -85,18 +86,6 @@ def _graph_input(m, where: str):
     return ins[0]
 
 
-def _consts(m) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    out = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    for n in m.graph.node:
-        if n.op_type == "Constant":
-            for a in n.attribute:
-                if a.name == "value":
-                    out[n.output[0]] = numpy_helper.to_array(a.t)
-    return out
-
-
 def _attrs(node) -> dict:
     from onnx import helper
 
@@ -140,7 +129,6 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
         raise VoodooError(f"{where}: the input is of ONNX type {elem}\n    hint: the importer "
                           "reads float graphs (quantised here) and int64 graphs (exact)")
     _refuse_unknown(m, FLOAT_OPS, where, "float")
-    from models.onnx_float import float_stack
 
     model_f, shape = float_stack(m, x, where)
     return _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits,
@@ -291,7 +279,7 @@ class _IntegerGraph:
 
     def __init__(self, m, where: str):
         self.m, self.where = m, where
-        self.consts = _consts(m)
+        self.consts = consts_of(m)
         self.nodes: list = []          # ("input", k) or _Neuron
         self.env: dict[str, object] = {}
 
