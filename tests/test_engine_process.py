@@ -221,7 +221,8 @@ def test_no_orphans_after_a_signal_to_a_tiled_run(tmp_path, sig):
     code, _, err = cli("compile", MLP3, "--tiles", "2", "-o", str(wad), cwd=tmp_path,
                        tmpdir=tmp)
     assert code == 0, err
-    p = start("run", str(wad), "--random", "3000", cwd=tmp_path, tmpdir=tmp, tag=tag)
+    # Enough inputs that the run cannot end before the signal, however loaded the machine.
+    p = start("run", str(wad), "--random", "100000", cwd=tmp_path, tmpdir=tmp, tag=tag)
     _wait_for_engines(p, tag, 3)  # two workers and at least one engine
     time.sleep(2.0)
     if sig == signal.SIGINT:
