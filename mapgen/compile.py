@@ -150,7 +150,8 @@ def resource_report(m: CompiledMap) -> str:
         ("phases", f"{len(sched.phases)}: " + ", ".join(
             f"{ph.copy_tics if ph.index else 0}+{ph.run_tics}" for ph in sched.phases) + " tics"),
         ("tics per inference", f"{sched.inference_tics} (predicted)"),
-        ("pipelined", "no (spiking, or outputs read in batches)" if sched.pipeline is None else
+        ("pipelined", "no (spiking, outputs read in batches, or a control room: one run at a "
+                      "time)" if sched.pipeline is None else
          f"one inference per beat of {sched.pipeline.period} tics ({sched.pipeline.ii} "
          f"slot{'s' if sched.pipeline.ii > 1 else ''}); in a batch of beats one every "
          f"{sched.pipeline.batch_step}"),

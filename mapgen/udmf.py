@@ -25,6 +25,9 @@ class Sector:
     ceil_tex: str = CEIL
     sequence: str = ""
     comment: str = ""
+    # The ceiling's own light, whatever the sector's level (UDMF lightceiling, absolute):
+    # a floor panel whose level is a machine's light leaves the ceiling above it alone.
+    ceiling_light: int | None = None
 
 
 @dataclass
@@ -158,6 +161,8 @@ class MapModel:
                 parts.append(f'moreids = "{" ".join(str(t) for t in s.more_tags)}";')
             if s.sequence:
                 parts.append(f'soundsequence = "{_esc(s.sequence)}";')
+            if s.ceiling_light is not None:
+                parts.append(f"lightceiling = {int(s.ceiling_light)}; lightceilingabsolute = true;")
             if s.comment:
                 parts.append(f'comment = "{_esc(s.comment)}";')
             w("sector { " + " ".join(parts) + " }")
