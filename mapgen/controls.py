@@ -230,9 +230,11 @@ class _Builder:
 
     def segment(self, around: int, rect: tuple, name: str, what: str) -> None:
         tag = self.light(name)
+        # "<role> light of <node>": the comment modding/machine.py names lights by.
+        role = self.circuit.light(tag).role
         self.tiles[tag] = light_panel(self.m, around, rect, self.circuit, tag,
                                       self.gal.floor + DESK_HEIGHT, self.gal.ceil,
-                                      f"{what}: the light of {name}", floor_tex="FLAT5_5",
+                                      f"{what}: {role} light of {name}", floor_tex="FLAT5_5",
                                       ceiling_light=LIGHT)
 
     def digits(self, d: D.Digits, x0: float, y0: float, spec) -> tuple[float, float]:

@@ -17,7 +17,8 @@ Owns the pass that appends display neurons to a netlist, and reading a display b
     that a blank digit reads 20, dark;
   - the minus sign: a lut of `-v`, lit iff v < 0.
   Segments that compute the same function share one lut: the others are identity neurons
-  of it (their lights follow its lane at no extra doll); constant segments have no lane.
+  of it (their lights follow its lane at no extra doll); a constant segment is an identity
+  neuron with a bias and no lines.
 - an **image** (`Image`): one identity neuron per element of a vector, whose light is
   `base + step * (x - lo)`: the input lane's own doors add to it, no doll of its own.
 
@@ -259,6 +260,9 @@ def _segments(b: _Doc, prefix: str, acc: dict[str, int], bias: int, reach: list[
             table.append(last)
         table = tuple(table)
         name = f"{prefix}_{seg}"
+        if len(set(table)) == 1:   # always lit or always dark: a constant, no lane
+            names.append(b.neuron(name, {"kind": "identity"}, {}, table[0]))
+            continue
         if table in made:   # the same function as an earlier segment: follow its light
             names.append(b.neuron(name, {"kind": "identity"}, {made[table]: 1}))
             continue
