@@ -138,11 +138,21 @@ def add_displays(net: Netlist, numbers: list[int] = (), images: list[list[int]] 
     for j, nid in enumerate(numbers):
         node = net.nodes[nid]
         r = net.value_range[nid]
+        b.shown = node.pos
         out.numbers.append(_number(b, f"disp.n{j}", node.name, r.lo, r.hi))
     for j, ids in enumerate(images):
+        b.shown = net.nodes[ids[0]].pos
         out.images.append(_image(b, f"disp.img{j}", [net.nodes[i].name for i in ids],
                                  net.value_range[ids[0]].lo, net.value_range[ids[0]].hi))
-    new = from_json(doc, f"{net.source} + displays")
+    new = from_json(doc, net.source)
+    assert [n.name for n in new.nodes[:len(net.nodes)]] == [n.name for n in net.nodes], \
+        "the JSON round trip reordered the netlist's nodes"
+    # Every problem a later pass finds names the file and place the user wrote: the
+    # netlist's own nodes keep their positions, a display's nodes take the shown node's.
+    for n in new.nodes:
+        old = net.nodes[n.id] if n.id < len(net.nodes) else None
+        n.pos = old.pos if old else b.pos[n.name]
+        n.line_pos = dict(old.line_pos) if old else {s: n.pos for s in n.weights}
     new.source = net.source
     return new, out
 
@@ -152,8 +162,11 @@ class _Doc:
 
     def __init__(self, doc: dict):
         self.doc = doc
+        self.shown = None                  # the position of the node being shown
+        self.pos: dict = {}                # display node -> that position
 
     def neuron(self, name: str, gate: dict, terms: dict[str, int], bias: int = 0) -> str:
+        self.pos[name] = self.shown
         self.doc["vectors"].append({"name": name, "size": None, "gate": gate})
         for src, w in terms.items():
             if w:

@@ -1,0 +1,242 @@
+"""The control room of any compiled circuit (mapgen/controls.py), played by a walking
+visitor in ViZDoom (engine/visitor.py): every kind of control (toggle pads, a pad grid,
+DEC / INC switches, preset pedals, RUN, AUTO), every display read back from its segments
+and compared with the integer reference; and, without the engine, what the room is made
+of: control ACS that never reads the machine, paths to every control that cross no other
+control, textures that exist, the same bytes every build."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import ROOT
+from dsl import load
+from dsl.parser import parse
+from dsl.reference import evaluate
+from mapgen.compile import write_wad
+from mapgen.controls import compile_room, control_violations, input_kinds
+
+CIRCUITS = os.path.join(ROOT, "circuits")
+WIDE = ("network wide\ninput v[20] : 0..2\nneuron s : identity = v[0] + v[1] + v[2] + v[3] + "
+        "v[4] + v[5] + v[6] + v[7] + v[8] + v[9] + v[10] + v[11] + v[12] + v[13] + v[14] + "
+        "v[15] + v[16] + v[17] + v[18] + v[19]\nneuron d : identity = v[0] - 2*v[19]\n"
+        "output s, d\n")
+
+
+def _room(tmp_path_factory, name: str, net=None):
+    from engine.visitor import ControlRoomDriver
+
+    net = net or load(os.path.join(CIRCUITS, f"{name}.dnet"))
+    cm, full = compile_room(net)
+    wad = str(tmp_path_factory.mktemp(name) / f"{name}.wad")
+    write_wad(wad, [cm], full)
+    return net, full, cm, ControlRoomDriver(wad, cm.manifest)
+
+
+def _check(d, net, full) -> dict:
+    """Every display shows the reference's value for the inputs the visitor set, the
+    machine took exactly those inputs, and every light equals the reference."""
+    d.wait_idle()
+    lights = d.lights()
+    assert [lights[net.nodes[i].name] for i in net.inputs] == d.inputs
+    ref = evaluate(full, [d.inputs]).named(0)
+    shown = d.shown(lights)
+    assert shown == {k: ref[k] for k in shown}
+    assert all(shown[net.nodes[o].name] is not None for o in net.outputs)
+    assert all(lights[k] == ref[k] for k in lights)
+    return shown
+
+
+@pytest.fixture(scope="module")
+def xor(tmp_path_factory):
+    net, full, cm, d = _room(tmp_path_factory, "xor")
+    with d:
+        yield net, full, cm, d
+
+
+def test_toggle_pads_run_on_every_change(xor):
+    """AUTO is on at the start: stepping on a pad toggles its input and runs the machine."""
+    net, full, cm, d = xor
+    assert input_kinds(net) == {0: "pad", 1: "pad"}
+    seen = []
+    for a, b in ((1, 0), (1, 1), (0, 1), (0, 0)):
+        d.set_input(0, a)
+        d.set_input(1, b)
+        seen.append(_check(d, net, full)["y"])
+    assert seen == [1, 0, 1, 0]
+
+
+@pytest.fixture(scope="module")
+def mlp3(tmp_path_factory):
+    net, full, cm, d = _room(tmp_path_factory, "mlp3")
+    with d:
+        yield net, full, cm, d
+
+
+def test_dec_inc_switches_show_the_inputs_and_signed_outputs(mlp3):
+    net, full, cm, d = mlp3
+    assert set(input_kinds(net).values()) == {"dial"}
+    for k, v in enumerate([2, 0, 3, 1]):
+        d.set_input(k, v)
+    shown = _check(d, net, full)
+    assert [shown[f"x[{k}]"] for k in range(4)] == [2, 0, 3, 1]
+    assert shown["o[1]"] < 0            # a signed output, its minus sign lit
+    d.set_input(0, 0)                   # DEC below the range: stays at 0
+    d.use("x[0] DEC", 2)
+    assert d.inputs[0] == 0
+    _check(d, net, full)
+
+
+def test_auto_off_then_run(mlp3):
+    """With AUTO off, changing inputs runs nothing (the displays keep the last run); RUN
+    runs the machine on the inputs as they are."""
+    net, full, cm, d = mlp3
+    runs = d.wait_idle()
+    before = d.shown()
+    d.use("AUTO")
+    assert d.status()[2] == 0
+    d.set_input(1, 3)
+    d.set_input(3, 3)
+    assert d.wait_idle() == runs and d.shown() == before
+    d.use("RUN")
+    assert d.wait_idle() == runs + 1
+    _check(d, net, full)
+    d.use("AUTO")
+    assert d.status()[2] == 1
+
+
+def test_a_signed_single_output(tmp_path_factory):
+    net, full, cm, d = _room(tmp_path_factory, "neuron")
+    with d:
+        for x in ([0, 3, 0], [3, 0, 3]):
+            for k, v in enumerate(x):
+                d.set_input(k, v)
+            assert _check(d, net, full)["y"] == evaluate(net, [x]).last_outputs()[0][0]
+    assert evaluate(net, [[0, 3, 0]]).last_outputs()[0][0] == -2
+
+
+def test_a_grid_of_pads(tmp_path_factory):
+    """Tic-tac-toe's 18 binary inputs are two 3x3 grids of pads; the visitor walks between
+    pads to reach an inner one."""
+    net, full, cm, d = _room(tmp_path_factory, "tictactoe")
+    with d:
+        assert set(input_kinds(net).values()) == {"pad"}
+        names = [net.nodes[i].name for i in net.inputs]
+        for name in ("x[4]", "x[0]", "o[8]"):
+            d.set_input(names.index(name), 1)
+        shown = _check(d, net, full)
+        assert shown["move"] == evaluate(net, [d.inputs]).named(0)["move"]
+
+
+def test_preset_pedals_and_the_image(tmp_path_factory):
+    net = parse(WIDE, "<wide>")
+    net, full, cm, d = _room(tmp_path_factory, "wide", net)
+    with d:
+        assert set(input_kinds(net).values()) == {"preset"}
+        image = d.displays.images[0]
+        for k in range(len(cm.manifest["controls"]["presets"])):
+            d.use(f"v preset {k + 1}")
+            assert d.inputs == cm.manifest["controls"]["presets"][k]
+            _check(d, net, full)
+            lights = d.lights()
+            assert [lights[p] for p in image.pixels] == \
+                [image.base + image.step * (x - image.lo) for x in d.inputs]
+
+
+# -- without the engine ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built():
+    out = {}
+    for name in ("xor", "mlp3", "tictactoe"):
+        out[name] = compile_room(load(os.path.join(CIRCUITS, f"{name}.dnet")))
+    out["wide"] = compile_room(parse(WIDE, "<wide>"))
+    return out
+
+
+def test_controls_never_read_the_machine(built):
+    for cm, _ in built.values():
+        controls = cm.acs[cm.acs.index("// The visitor's controls"):]
+        assert control_violations(controls) == []
+    for bad in ("inputs[0] = GetSectorLightLevel(5);", "user1 = GetSectorLightLevel(5);",
+                'Print(s:"y = ", d:user1);', "inputs[0] = inputs[1] + 1;",
+                "Light_ChangeToValue(5, GetSectorLightLevel(6));", "x = GetActorX(0);"):
+        assert control_violations(bad) == [bad]
+
+
+def _segments(m, sector):
+    """The boxes of the pads and posts of a room: what a path must not cross."""
+    xs = {}
+    for ln in m.lines:
+        for side in (ln.front, ln.back):
+            if side >= 0 and m.sides[side].sector == sector:
+                for v in (ln.v1, ln.v2):
+                    xs.setdefault(sector, []).append(m.vertices[v])
+    pts = xs[sector]
+    return (min(p[0] for p in pts), min(p[1] for p in pts), max(p[0] for p in pts),
+            max(p[1] for p in pts))
+
+
+def test_every_control_has_a_clear_path(built):
+    """Walking a control's approach from its aisle (and along the aisles and the corridor)
+    never puts the visitor's centre on another pad, nor its body in a post."""
+    for name, (cm, _) in built.items():
+        m, room = cm.layout.model, cm.manifest["controls"]
+        things = [t for t in m.things if t.type == 9998]
+        blocks = []
+        for i, s in enumerate(m.sectors):
+            if s.comment.startswith(("pad", "pedal", "AUTO", "switch post")):
+                blocks.append((_segments(m, i), s.comment))
+        assert len([b for b in blocks if not b[1].startswith("switch")]) >= len(
+            [c for c in room["controls"] if c["kind"] == "pad"])
+        assert things
+        for c in room["controls"]:
+            path = [(room["corridor"], c["aisle"])] + [tuple(p) for p in c["approach"]]
+            for (x0, y0), (x1, y1) in zip(path, path[1:]):
+                for k in range(0, 101):
+                    x, y = x0 + (x1 - x0) * k / 100, y0 + (y1 - y0) * k / 100
+                    for (bx0, by0, bx1, by1), what in blocks:
+                        pad = not what.startswith("switch")
+                        r = 0 if pad else 16
+                        inside = bx0 - r < x < bx1 + r and by0 - r < y < by1 + r
+                        own = pad and (bx0 < path[-1][0] < bx1 and by0 < path[-1][1] < by1)
+                        assert not inside or own, f"{name}: {c['name']} crosses {what}"
+
+
+def missing_textures(textmap: str) -> list[str]:
+    """Wall textures and flats a map names that the IWAD (Freedoom 2) does not have."""
+    import re
+
+    import omg
+    from omg.txdef import Textures
+
+    from engine.gzdoom import freedoom2
+
+    wad = omg.WAD(freedoom2())
+    walls, flats = set(Textures(wad.txdefs)), set(wad.flats)
+    used_walls = set(re.findall(r'texture(?:top|bottom|middle) = "([^"]+)"', textmap))
+    used_flats = set(re.findall(r'texture(?:floor|ceiling) = "([^"]+)"', textmap))
+    return sorted((used_walls - walls) | (used_flats - flats))
+
+
+def test_the_room_is_well_formed_and_deterministic(built, tmp_path):
+    from mapgen.compile import compile_netlist
+    from mapgen.udmf import sidedness_errors
+
+    for name, (cm, full) in built.items():
+        assert sidedness_errors(cm.layout.model) == [], name
+        assert missing_textures(cm.textmap) == [], name
+    assert missing_textures(compile_netlist(load(os.path.join(CIRCUITS, "xor.dnet"))).textmap) == []
+    assert missing_textures('texturemiddle = "NOSUCHTX";') == ["NOSUCHTX"]
+    a, b = tmp_path / "a.wad", tmp_path / "b.wad"
+    for path in (a, b):
+        cm, full = compile_room(load(os.path.join(CIRCUITS, "mlp3.dnet")))
+        write_wad(str(path), [cm], full)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_spiking_network_gets_a_new_sequence_pad():
+    cm, _ = compile_room(load(os.path.join(CIRCUITS, "spike_counter.dnet")))
+    names = [c["name"] for c in cm.manifest["controls"]["controls"]]
+    assert "NEW SEQUENCE" in names and "RUN" in names
+    assert f"ACS_Execute({cm.manifest['begin_script']}, 0)" in cm.acs
