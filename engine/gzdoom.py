@@ -194,8 +194,11 @@ def _gzdoom(binary: str, files: list[str], commands: str, work: str, timeout: fl
     args = [binary, "-iwad", freedoom2(), "-file", *[os.path.abspath(f) for f in files],
             "-nosound", "-nomusic", "-noautoload", "-config", os.path.join(work, "gzdoom.ini"),
             "-width", str(size[0]), "-height", str(size[1]),
-            # No window manager under Xvfb gives focus: never pause for the lack of it.
-            "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+sv_cheats", "1",
+            # No window manager under Xvfb gives focus: never pause for the lack of it. No
+            # screen melt at the map's start: the game does not tick during it, the console's
+            # waits do (a command timed for tic 30 would land before the ENTER scripts).
+            "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+wipetype", "0",
+            "+sv_cheats", "1",
             "+logfile", log, "+map", "MAP01", "+" + commands]
     if not os.environ.get("DISPLAY"):
         if not shutil.which("xvfb-run"):
