@@ -21,6 +21,10 @@ def add_arguments(p) -> None:
                         "map is plain)")
     p.add_argument("--pk3", metavar="FILE", nargs="?", const="",
                    help="also write the maps as a PK3 (default: the WAD's name with .pk3)")
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="then play the control room in ViZDoom (a visitor sets every input "
+                        "with its controls), check every display against the reference and "
+                        "take a picture of the outputs")
     add_tiles_option(p)
     p.add_argument("--door-budget", type=int, metavar="N",
                    help="split staircases longer than N doors into parallel sub-lanes: fewer "
@@ -40,6 +44,11 @@ def run(args) -> int:
         output_path(args.acs, option="--acs", sources=(args.file, args.output))
     if args.pk3:
         output_path(args.pk3, option="--pk3", sources=(args.file, args.output, args.acs))
+    if args.screenshot is not None:
+        if args.plain or args.tiles is not None:
+            raise VoodooError("--screenshot: a picture of the control room; not with --plain "
+                              "or --tiles")
+        output_path(args.screenshot, option="--screenshot", sources=(args.file, args.output))
     net = load(args.file)
     out = output_path(args.output, default_wad(net.name), sources=(args.file,))
     pk3 = None if args.pk3 is None else args.pk3 or os.path.splitext(out)[0] + ".pk3"
@@ -53,7 +62,19 @@ def run(args) -> int:
           + (f"; {pk3}: the same as a PK3" if pk3 else ""))
     for m in maps:
         print(m.report())
-    return 0
+    return _picture(out, maps[0], net, args.screenshot) if args.screenshot else 0
+
+
+def _picture(wad: str, cm, net, png: str) -> int:
+    from engine.visitor import visit
+
+    v = visit(wad, cm.manifest, net, png)
+    ok = v["shown"] == v["reference"]
+    print(f"{png}: a visitor set the inputs to {v['inputs']} with the controls "
+          f"({v['tics']} tics of walking and waiting); the displays show "
+          + ", ".join(f"{k} = {x}" for k, x in v["shown"].items())
+          + f"; {'EXACT' if ok else 'MISMATCH: the reference says ' + str(v['reference'])}")
+    return 0 if ok else 1
 
 
 def _maps(net, args):

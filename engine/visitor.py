@@ -272,9 +272,63 @@ class ControlRoomDriver:
 
     def look_at(self, name: str) -> None:
         """Stand where display `name` is read, facing it (for pictures)."""
-        x, y = self.room["looks"][name]
+        x, y, aisle = self.room["looks"][name]
         w = self.walker
         w.walk_to(w.pose()[0], self.aisle)
-        w.walk_to(x, self.aisle)
+        if abs(aisle - self.aisle) > 1:
+            w.walk_to(self.room["corridor"], self.aisle)
+            w.walk_to(self.room["corridor"], aisle)
+            self.aisle = aisle
+        w.walk_to(x, aisle)
         w.walk_to(x, y)
         w.turn_to(90.0)
+
+    def picture(self, path: str, pitch: float = 32.0) -> None:
+        """A PNG of the outputs' displays (in the ceiling) and the lane hall beyond
+        the window, from the aisle in front of the middle output (needs render=True)."""
+        from PIL import Image
+
+        from mapgen.render import save_png
+
+        outs = self.info["all_outputs"]
+        x, _, aisle = self.room["looks"][outs[len(outs) // 2]]
+        w = self.walker
+        w.walk_to(w.pose()[0], self.aisle)
+        if abs(aisle - self.aisle) > 1:
+            w.walk_to(self.room["corridor"], self.aisle)
+            w.walk_to(self.room["corridor"], aisle)
+            self.aisle = aisle
+        w.walk_to(x, aisle)
+        w.walk_to(x, aisle - 40)  # a step back: the whole display in view
+        w.turn_to(90.0)
+        w.look(pitch)
+        w.act(105)               # until any message printed on the way has gone
+        save_png(Image.fromarray(self.engine.screen()), path)
+        w.look(-pitch)
+
+
+def visit(wad: str, info: dict, net, picture: str | None = None, seed: int = 0) -> dict:
+    """A visitor sets every input of a control room to a seeded value with its controls
+    (a wide vector: its second preset), lets the machine run and reads every display;
+    with `picture`, takes one of the outputs. Returns the inputs, what the displays show
+    and what the reference says they should."""
+    import random
+
+    from dsl.reference import evaluate
+
+    rng = random.Random(seed)
+    with ControlRoomDriver(wad, info, render=picture is not None) as d:
+        presets = [c["name"] for c in d.room["controls"] if c["action"] == "preset"]
+        for k, i in enumerate(d.room["inputs"]):
+            if i["kind"] in ("pad", "dial"):
+                d.set_input(k, rng.randint(i["lo"], i["hi"]))
+        for name in presets:
+            if name.endswith(" preset 2"):
+                d.use(name)
+        d.wait_idle()
+        shown = d.shown()
+        want = evaluate(net, [d.inputs]).named(0)
+        if picture:
+            d.picture(picture)
+        return {"inputs": list(d.inputs), "shown": shown,
+                "reference": {k: want[k] for k in shown}, "tics": d.walker.tics}

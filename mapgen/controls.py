@@ -34,8 +34,8 @@ from .circuit import lower
 from .compile import CompiledMap, compile_acs
 from .layout import conveyor_tag_for, inset_sector
 from .program import SCRIPT_BEGIN, SCRIPT_INFER, manifest
-from .room import (DESK_HEIGHT, ROOM_CEIL, box, build_gallery, desk, finish, hall_geometry,
-                   light_panel, pad, seven_boxes, seven_size, switch)
+from .room import (ROOM_CEIL, ROOM_FLOOR, box, build_gallery, finish, hall_geometry, pad,
+                   seven_boxes, seven_size, switch)
 from .udmf import MapModel, Sector
 
 WIDE = 16                   # a non-binary vector longer than this gets presets, not switches
@@ -52,8 +52,8 @@ WALK = 120                  # the aisle's walking line, south of its row
 MARGIN = 160                # from the room's west wall to the first control
 SWITCH_W, SWITCH_D = 48, 32
 PAD, PAD_GAP = 64, 64
-NUMBER = (48, 12, 4)        # an output's digits: segment length, thickness, gap
-DIAL = (20, 6, 2)           # an input's digits
+NUMBER = (96, 24, 8)        # an output's digits (in the ceiling): segment length, thickness, gap
+DIAL = (28, 8, 3)           # an input's digits (in the floor)
 
 
 @dataclass
@@ -85,7 +85,7 @@ class Room:
     controls: list[Control]
     labels: list[tuple[int, str]]          # (script, text)
     displays: D.Displays
-    looks: dict[str, list[float]]          # display name -> where to stand to read it
+    looks: dict[str, list[float]]          # display -> where to read it: x, y, its aisle
     inputs: list[dict]                     # per input: name, lo, hi, start, kind
     start: tuple[float, float]
     corridor: float                        # x of the free column joining every aisle
@@ -228,30 +228,46 @@ class _Builder:
         """The tag of the light that holds node `name`'s value (shown in the room)."""
         return self.circuit.value_light[self.ids[name]]
 
-    def segment(self, around: int, rect: tuple, name: str, what: str) -> None:
-        tag = self.light(name)
-        # "<role> light of <node>": the comment modding/machine.py names lights by.
-        role = self.circuit.light(tag).role
-        self.tiles[tag] = light_panel(self.m, around, rect, self.circuit, tag,
-                                      self.gal.floor + DESK_HEIGHT, self.gal.ceil,
-                                      f"{what}: {role} light of {name}", floor_tex="FLAT5_5",
-                                      ceiling_light=LIGHT)
+    def panel(self, rect: tuple, what: str, up: bool) -> int:
+        """A display's dark background, in the floor (or with `up`, in the ceiling);
+        its other plane keeps the room's light."""
+        return self.m.rect_sector(*rect, self._plane(24, "FLAT14", what, up), around=self.gal.room)
 
-    def digits(self, d: D.Digits, x0: float, y0: float, spec) -> tuple[float, float]:
-        """A panel of d's digits from (x0, y0), most significant digit west; its size."""
+    def _plane(self, light: int, tex: str, what: str, up: bool, **kw) -> Sector:
+        g = self.gal
+        return Sector(g.floor, g.ceil, light, floor_tex=ROOM_FLOOR if up else tex,
+                      ceil_tex=tex if up else ROOM_CEIL, ceiling_light=None if up else LIGHT,
+                      floor_light=LIGHT if up else None, comment=what, **kw)
+
+    def segment(self, around: int, rect: tuple, name: str, what: str, up: bool) -> None:
+        """A display segment in a panel: the sector that is node `name`'s light."""
+        tag = self.light(name)
+        light = self.circuit.light(tag)
+        # "<role> light of <node>": the comment modding/machine.py names lights by.
+        s = self._plane(light.reset, "FLAT18", f"{what}: {light.role} light of {name}", up,
+                        tag=tag, more_tags=tuple(light.groups))
+        self.tiles[tag] = inset_sector(self.m, around, rect, s)
+
+    def digits(self, d: D.Digits, x0: float, y0: float, spec, up: bool = False
+               ) -> tuple[float, float]:
+        """d's digits from (x0, y0), most significant digit west: in the floor, or with
+        `up` in the ceiling (turned so that they read looking up from the south, segment
+        a nearest); their size."""
         w, h = _digits_size(len(d.digits), d.minus is not None, spec)
-        panel = desk(self.m, self.gal.room, (x0, y0, x0 + w, y0 + h), self.gal.floor,
-                     self.gal.ceil, f"display of {d.shows}", LIGHT)
+        panel = self.panel((x0, y0, x0 + w, y0 + h), f"display of {d.shows}", up)
         dw, dh = seven_size(*spec)
         pitch, cy = dw + spec[0] / 2, y0 + h / 2
         x = x0 + spec[0] / 4 + dw / 2
+        flip = {"a": "d", "d": "a", "b": "c", "c": "b", "f": "e", "e": "f", "g": "g"}
         if d.minus:
-            self.segment(panel, seven_boxes(x, cy, *spec)["g"], d.minus, f"minus of {d.shows}")
+            self.segment(panel, seven_boxes(x, cy, *spec)["g"], d.minus, f"minus of {d.shows}",
+                         up)
             x += pitch
         for k in reversed(range(len(d.digits))):
             boxes = seven_boxes(x, cy, *spec)
             for seg, name in zip(D.SEGMENTS, d.digits[k]):
-                self.segment(panel, boxes[seg], name, f"{d.shows} digit {k} segment {seg}")
+                self.segment(panel, boxes[flip[seg] if up else seg], name,
+                             f"{d.shows} digit {k} segment {seg}", up)
             x += pitch
         return w, h
 
@@ -265,9 +281,9 @@ class _Builder:
 
 def _number(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
     d = wd.what["display"]
-    w, h = b.digits(d, x0, y0, NUMBER)
+    w, h = b.digits(d, x0, y0, NUMBER, up=True)
     b.label((x0, y0 - 72, x0 + w, y0 - 8), f"output {d.shows}")
-    b.room.looks[d.shows] = [x0 + w / 2, y0 - STAND]
+    b.room.looks[d.shows] = [x0 + w / 2, y0 - STAND, b.walk(y0)]
 
 
 def _dial(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
@@ -283,7 +299,7 @@ def _dial(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
                           [[sx + SWITCH_W / 2, b.walk(y0)], [sx + SWITCH_W / 2, y0 - STAND]],
                           face=90.0, input=k))
     b.label((x0, y0 - 72, x0 + wd.w, y0 - 8), f"input {name} ({lo}..{hi}): DEC left, INC right")
-    b.room.looks[d.shows] = [x0 + wd.w / 2, y0 - STAND]
+    b.room.looks[d.shows] = [x0 + wd.w / 2, y0 - STAND, b.walk(y0)]
 
 
 def _pads(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
@@ -320,14 +336,13 @@ def _presets(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
                           [[px, b.walk(y0)], [px, py]], preset=len(b.room.presets) - 1,
                           say=f"{group}: preset {i + 1}"))
     ix0, side = x0 + PRESETS * 160, cols * tile
-    panel = desk(b.m, b.gal.room, (ix0, y0, ix0 + side, y0 + side), b.gal.floor, b.gal.ceil,
-                 f"image of {group}", LIGHT)
+    panel = b.panel((ix0, y0, ix0 + side, y0 + side), f"image of {group}", False)
     for j, name in enumerate(image.pixels):
         r, c = divmod(j, cols)
         tx, ty = ix0 + c * tile, y0 + side - (r + 1) * tile
         b.segment(panel, (tx + 1, ty + 1, tx + tile - 1, ty + tile - 1), name,
-                  f"image of {group}, element {j}")
-    b.room.looks[group] = [ix0 + side / 2, y0 - STAND]
+                  f"image of {group}, element {j}", False)
+    b.room.looks[group] = [ix0 + side / 2, y0 - STAND, b.walk(y0)]
 
 
 def _run(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
@@ -393,7 +408,7 @@ def compile_room(net: Netlist, *, title: str | None = None, map_name: str = "MAP
     written = {t for lane in circuit.lanes for door in lane.doors for t, _ in door.adds}
     room.blank = sorted(t for t in b.tiles if t in written)
     # The visitor runs one inference at a time: no pipelined beat, whose unrolled batch
-    # script would be most of the map's ACS (mlp3: 8,947 lines with it, 1,035 without).
+    # script would be most of the map's ACS (mlp3: 8,947 lines with it, 1,021 without).
     layout, sched, machine = finish(m, circuit, gal, b.tiles, conveyor, set(b.tiles),
                                     room.start, title, pipeline=False)
     info = manifest(layout, sched, title)

@@ -29,8 +29,8 @@ SEC_ACT_ENTER = 9998      # a thing that runs its special when the player enters
 ACS_EXECUTE = 80
 SKY = "F_SKY1"
 ROOM_CEIL = "FLAT19"      # the gallery's ceiling
+ROOM_FLOOR = "FLOOR4_8"
 SWITCH_HEIGHT = 72        # SW1COMM's height: the whole switch plate on the post's face
-DESK_HEIGHT = 16
 
 
 @dataclass
@@ -81,7 +81,7 @@ def build_gallery(m: MapModel, circuit, conveyor: int, depth: float = 1280,
     cx = (rx0 + rx1) / 2
     gx0, gx1 = min(rx0, cx - half_width), max(rx1, cx + half_width)
     # Dimmer than a lit display panel (200), brighter than a dark one.
-    room = m.sector(Sector(g_floor, g_ceil, light, floor_tex="FLOOR4_8", ceil_tex=ROOM_CEIL,
+    room = m.sector(Sector(g_floor, g_ceil, light, floor_tex=ROOM_FLOOR, ceil_tex=ROOM_CEIL,
                            comment="gallery"))
     m.wall((rx0, ry0), (rx0, ry1), hall)
     m.wall((rx0, ry1), (rx1, ry1), hall)
@@ -161,18 +161,6 @@ def switch(m: MapModel, room: int, rect: tuple, script: int, comment: str,
         m.portal(a, b, room, post, tex="METAL")
 
 
-def desk(m: MapModel, room: int, rect: tuple, floor: int, ceil: int, comment: str,
-         ceiling_light: int | None = None) -> int:
-    """A low desk in `room` (DESK_HEIGHT high, its edges blocking, so nobody walks on
-    what it shows): returns its sector, for displays inset into its top."""
-    sec = m.rect_sector(*rect, Sector(floor + DESK_HEIGHT, ceil, 64, floor_tex="FLAT14",
-                                      ceil_tex=ROOM_CEIL, comment=comment,
-                                      ceiling_light=ceiling_light), around=room)
-    for ln in m.lines[-4:]:
-        ln.flags = ln.flags + ("blocking",)
-    return sec
-
-
 def seven_boxes(cx: float, cy: float, length: float, thick: float, gap: float
                 ) -> dict[str, tuple]:
     """Boxes of a seven-segment figure centred on (cx, cy), segment a to the north."""
@@ -195,11 +183,12 @@ def seven_size(length: float, thick: float, gap: float) -> tuple[float, float]:
 
 def light_panel(m: MapModel, room: int, rect: tuple, circuit, tag: int, floor: int,
                 ceil: int, comment: str, floor_tex: str = "FLAT2", ceil_tex: str = ROOM_CEIL,
-                ceiling_light: int | None = None) -> tuple:
+                ceiling_light: int | None = None, floor_light: int | None = None) -> tuple:
     """A sector in `room` that IS a machine's light: the light with that tag (and the
     weight groups it carries), so its brightness is the light's level."""
     light = circuit.light(tag)
     return inset_sector(m, room, rect, Sector(floor, ceil, light.reset, tag=tag,
                                               more_tags=tuple(light.groups),
                                               floor_tex=floor_tex, ceil_tex=ceil_tex,
-                                              comment=comment, ceiling_light=ceiling_light))
+                                              comment=comment, ceiling_light=ceiling_light,
+                                              floor_light=floor_light))

@@ -25,9 +25,11 @@ class Sector:
     ceil_tex: str = CEIL
     sequence: str = ""
     comment: str = ""
-    # The ceiling's own light, whatever the sector's level (UDMF lightceiling, absolute):
-    # a floor panel whose level is a machine's light leaves the ceiling above it alone.
+    # The ceiling's (floor's) own light, whatever the sector's level (UDMF lightceiling,
+    # lightfloor, absolute): a display panel whose level is a machine's light leaves the
+    # other plane of its sector alone.
     ceiling_light: int | None = None
+    floor_light: int | None = None
 
 
 @dataclass
@@ -163,6 +165,8 @@ class MapModel:
                 parts.append(f'soundsequence = "{_esc(s.sequence)}";')
             if s.ceiling_light is not None:
                 parts.append(f"lightceiling = {int(s.ceiling_light)}; lightceilingabsolute = true;")
+            if s.floor_light is not None:
+                parts.append(f"lightfloor = {int(s.floor_light)}; lightfloorabsolute = true;")
             if s.comment:
                 parts.append(f'comment = "{_esc(s.comment)}";')
             w("sector { " + " ".join(parts) + " }")
