@@ -38,6 +38,10 @@ PROBE_SCRIPT = 32000      # clear of every script number a compiled map uses
 PROBE_LUMP = "VNPROBE"
 CHUNK = 12                # values per Log() call
 MARK = "VNP"
+# The console runs some tics ahead of the map's Timer() (about 12 measured, with no screen
+# melt): every console line ends with this many tics more, so the last inference's
+# acknowledgement is in the log before `quit`.
+TAIL = 30
 
 
 @dataclass
@@ -163,8 +167,7 @@ def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
     for seq, x in enumerate(inputs, 1):
         parts += puke_commands(info, x, seq, first=sequence and seq == 1)
         parts.append(f"wait {info['inference_tics'] + 1 + margin}")
-    parts.append("quit")
-    return "; ".join(parts)
+    return "; ".join(parts + [f"wait {TAIL}", "quit"])
 
 
 def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str:
@@ -177,7 +180,7 @@ def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str
     calls, tics = batch_calls(info, inputs)
     return "; ".join([f"wait {info['init_tics'] + 2 + margin}"]
                      + [_puke(c) for c in calls + [(pipe["batch_script"], 1, n)]]
-                     + [f"wait {tics + 1 + margin}", "quit"])
+                     + [f"wait {tics + 1 + margin}", f"wait {TAIL}", "quit"])
 
 
 def freedoom2() -> str:

@@ -240,3 +240,75 @@ def test_a_spiking_network_gets_a_new_sequence_pad():
     names = [c["name"] for c in cm.manifest["controls"]["controls"]]
     assert "NEW SEQUENCE" in names and "RUN" in names
     assert f"ACS_Execute({cm.manifest['begin_script']}, 0)" in cm.acs
+
+
+# -- the command ---------------------------------------------------------------------------
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), *args],
+                          capture_output=True, text=True, env={**os.environ, "VOODOO_QUIET": "1"})
+
+
+def test_the_compiled_wad_is_played_as_it_is(tmp_path):
+    """Issue 24's "done when": `build.py compile circuits/mlp3.dnet -o ...` makes a map in
+    which a walking visitor sets the inputs, presses RUN and reads every output, all equal
+    to the reference; the WAD alone says where everything is."""
+    from engine.visitor import ControlRoomDriver
+    from mapgen.compile import load_wad
+
+    wad = str(tmp_path / "mlp3.wad")
+    r = _cli("compile", os.path.join(CIRCUITS, "mlp3.dnet"), "-o", wad)
+    assert r.returncode == 0 and "with its control room" in r.stdout, r.stderr
+    loaded = load_wad(wad)
+    net = load(os.path.join(CIRCUITS, "mlp3.dnet"))
+    with ControlRoomDriver(wad, loaded.infos[0]) as d:
+        d.use("AUTO")                       # off: nothing runs until RUN
+        for k, v in enumerate([1, 3, 2, 0]):
+            d.set_input(k, v)
+        runs = d.wait_idle()
+        d.use("RUN")
+        assert d.wait_idle() == runs + 1
+        shown = d.shown()
+    want = evaluate(net, [[1, 3, 2, 0]]).last_outputs()[0].tolist()
+    assert [shown[f"o[{k}]"] for k in range(3)] == want
+
+
+def test_pk3_and_plain(tmp_path):
+    import zipfile
+
+    xor = os.path.join(CIRCUITS, "xor.dnet")
+    for name in ("a", "b"):
+        r = _cli("compile", xor, "-o", str(tmp_path / f"{name}.wad"), "--pk3")
+        assert r.returncode == 0, r.stderr
+    a, b = tmp_path / "a.pk3", tmp_path / "b.pk3"
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as z:
+        assert sorted(z.namelist()) == ["mapinfo.txt", "maps/MAP01.wad",
+                                        "voodoonet/manifest.json", "voodoonet/netlist.json"]
+        assert z.read("mapinfo.txt").decode().startswith('map MAP01 "xor"')
+        inner = z.read("maps/MAP01.wad")
+    one = tmp_path / "inner.wad"
+    one.write_bytes(inner)
+    from acs.wad import read_wad
+
+    contents = read_wad(str(one))
+    assert [n for n, _ in contents.lumps] == ["MAP01", "TEXTMAP", "BEHAVIOR", "SCRIPTS", "ENDMAP"]
+    r = _cli("compile", xor, "-o", str(tmp_path / "p.wad"), "--plain", "--pk3",
+             str(tmp_path / "p.pk3"))
+    assert r.returncode == 0 and "control room" not in r.stdout and (tmp_path / "p.pk3").exists()
+    from mapgen.compile import load_wad
+
+    assert "controls" not in load_wad(str(tmp_path / "p.wad")).infos[0]
+    assert "controls" in load_wad(str(tmp_path / "a.wad")).infos[0]
+
+
+def test_bad_options_are_messages(tmp_path):
+    xor = os.path.join(CIRCUITS, "xor.dnet")
+    wad = str(tmp_path / "x.wad")
+    for args, says in ((["--pk3", wad], "--pk3"), (["--plain", "--screenshot", "s.png"], "--screenshot"),
+                       (["--pk3", str(tmp_path / "no" / "x.pk3")], "does not exist")):
+        r = _cli("compile", xor, "-o", wad, *args)
+        assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not os.path.exists(wad)

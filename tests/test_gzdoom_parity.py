@@ -122,7 +122,7 @@ def test_timeline_is_the_runners_pukes():
             "begin_script": None}
     line = gz.timeline(info, [[1, 2, 3, 4, -5], [0, 0, 0, 0, 0]], margin=10)
     assert line == ("wait 36; puke 10 1 2 3 4; puke 11 -5; puke 2 1; wait 34; "
-                    "puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; quit")
+                    "puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; wait 30; quit")
 
 
 def _compare(tr_gz, tr_vz, seq: int, window: int) -> list[str]:
@@ -243,8 +243,8 @@ def test_gzdoom_tictactoe_replies_equal_the_reference(tmp_path):
         parts += [f"puke {SCRIPT_PAD + cell}", "wait 2", f"puke {SCRIPT_MOVE}",
                   f"wait {info['inference_tics'] + 12}"]
     # The console runs some tics ahead of the map's Timer(): time for the last reply.
-    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe, "; ".join(parts + ["wait 30", "quit"])),
-                      pm)
+    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe,
+                                    "; ".join(parts + [f"wait {gz.TAIL}", "quit"])), pm)
     assert len(positions) >= 3
     low = cm.circuit.net
     for seq, (px, po) in enumerate(positions, 1):
