@@ -70,7 +70,9 @@ def _picture(wad: str, cm, net, png: str) -> int:
 
     v = visit(wad, cm.manifest, net, png)
     ok = v["shown"] == v["reference"]
-    print(f"{png}: a visitor set the inputs to {v['inputs']} with the controls "
+    xs = v["inputs"]
+    said = str(xs) if len(xs) <= 16 else f"[{', '.join(map(str, xs[:8]))}, ...] ({len(xs)} values)"
+    print(f"{png}: a visitor set the inputs to {said} with the controls "
           f"({v['tics']} tics of walking and waiting); the displays show "
           + ", ".join(f"{k} = {x}" for k, x in v["shown"].items())
           + f"; {'EXACT' if ok else 'MISMATCH: the reference says ' + str(v['reference'])}")

@@ -252,7 +252,7 @@ class ControlRoomDriver:
         step = self.info["inference_tics"] + 2
         for _ in range(limit_runs * 2 + 2):
             runs, wanted, _, ack = self.status()
-            if runs == wanted and ack == runs:
+            if runs == wanted and ack == (runs if runs else -1):  # -1: ready, never run
                 return runs
             self.walker.act(step)
         raise EngineError(f"the control room did not settle (runs {runs}, asked {wanted}, "
@@ -307,14 +307,24 @@ class ControlRoomDriver:
         w.look(-pitch)
 
 
+def step_reference(net, rows: list[list[int | None]]) -> dict[str, int]:
+    """Every node's reference value after the last of `rows`, the steps of one sequence
+    run so far (a fed-back input None after the first step). A netlist of a fixed number
+    of steps is evaluated with its last row repeated: a step never depends on later ones."""
+    from dsl.reference import evaluate
+
+    padded = rows if net.open or net.steps == len(rows) else \
+        rows + [rows[-1]] * (net.steps - len(rows))
+    return evaluate(net, [padded]).named(0, step=len(rows) - 1)
+
+
 def visit(wad: str, info: dict, net, picture: str | None = None, seed: int = 0) -> dict:
     """A visitor sets every input of a control room to a seeded value with its controls
-    (a wide vector: its second preset), lets the machine run and reads every display;
-    with `picture`, takes one of the outputs. Returns the inputs, what the displays show
-    and what the reference says they should."""
+    (a wide vector: its second preset), lets the machine run (presses RUN when AUTO is
+    off: a network with state, whose first run is its sequence's first step) and reads
+    every display; with `picture`, takes one of the outputs. Returns the inputs, what the
+    displays show and what the reference says they should."""
     import random
-
-    from dsl.reference import evaluate
 
     rng = random.Random(seed)
     with ControlRoomDriver(wad, info, render=picture is not None) as d:
@@ -325,9 +335,11 @@ def visit(wad: str, info: dict, net, picture: str | None = None, seed: int = 0) 
         for name in presets:
             if name.endswith(" preset 2"):
                 d.use(name)
+        if d.status()[2] == 0:
+            d.use("RUN")
         d.wait_idle()
         shown = d.shown()
-        want = evaluate(net, [d.inputs]).named(0)
+        want = step_reference(net, [list(d.inputs)])
         if picture:
             d.picture(picture)
         return {"inputs": list(d.inputs), "shown": shown,

@@ -9,7 +9,11 @@ Owns the room a visitor uses a circuit from, its controls and the ACS behind the
   binary vector is a grid of pads); **DEC / INC switches** for a wider input, its value
   shown beside them; **preset pedals** for a wide non-binary vector (an image: its
   elements as tiles); a **RUN switch**, and the **AUTO pad**, which makes every input
-  change run the machine (on at the start). A spiking network also gets **NEW SEQUENCE**;
+  change run the machine (on at the start). A network with state across steps (spiking,
+  recurrent: `prev`, `steps open`) runs one step per RUN, AUTO off at the start, and gets
+  **NEW SEQUENCE** (the next run resets membranes and prev lanes to their init; with
+  fed-back inputs every later run of a sequence is a fed step). A `done` output is shown
+  like any other: RUN goes on stepping after it, NEW SEQUENCE starts again;
 - **labels**: each control and display has a strip where the visitor stands that prints
   its name (and its range: static text from the netlist, never a value);
 - the room is the gallery of mapgen/room.py: the visitor starts at its south end facing
@@ -92,6 +96,7 @@ class Room:
     pads: dict[int, int]                   # input -> its pad's light tag
     blank: list[int]                       # display lights the dolls write: dark at start
     presets: list[list[int]]
+    stepped: bool = False                  # state across steps: each RUN is one step
 
 
 # -- what the room shows and controls ----------------------------------------------------
@@ -202,7 +207,8 @@ class _Builder:
         self.tiles: dict = {}
         self.tag = tag
         self.script = S_FIRST
-        self.room = Room([], [], disp, {}, [], (0.0, 0.0), 0.0, {}, [], [])
+        self.room = Room([], [], disp, {}, [], (0.0, 0.0), 0.0, {}, [], [],
+                         stepped=net.steps > 1)
 
     def new_tag(self) -> int:
         self.tag += 1
@@ -351,9 +357,11 @@ def _run(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
     b.control(Control("RUN", "switch", "run", S_RUN, b.walk(y0),
                       [[x0 + 32, b.walk(y0)], [x0 + 32, y0 - STAND]], face=90.0))
     b.label((x0 - 16, y0 - 72, x0 + 80, y0 - 8), "RUN: the dolls compute every display")
-    pads = [("AUTO", "auto", S_AUTO, PAD_ON,
+    # With state across steps every run is a step: AUTO starts off, or setting an input
+    # to 7 with INC would run seven steps.
+    pads = [("AUTO", "auto", S_AUTO, PAD_OFF if b.room.stepped else PAD_ON,
              "AUTO: when lit, every input change runs the machine")]
-    if b.net.steps > 1:
+    if b.room.stepped:
         pads.append(("NEW SEQUENCE", "newseq", S_NEWSEQ, 200,
                      "NEW SEQUENCE: the next run begins a new sequence"))
     for i, (name, action, script, light, text) in enumerate(pads):
@@ -445,8 +453,8 @@ def controls_source(room: Room, info: dict) -> str:
          "// on the floor is the dolls' work.",
          "int runs;        // runs started here: each is acknowledged by its number",
          "int wanted;      // runs asked for (RUN; an input change while AUTO is on)",
-         "int auto_run = 1;",
-         "int fresh = 1;   // a spiking network: the next run begins a new sequence", ""]
+         f"int auto_run = {0 if room.stepped else 1};",
+         "int fresh = 1;   // the next run begins a new sequence (membranes, prev lanes to init)", ""]
     L += _loop_script(room, info)
     L += [f"script {S_STATUS} (int token)  // for tests: where the run loop is", "{",
           "    user1 = runs;", "    user2 = wanted;", "    user3 = auto_run;",
@@ -464,13 +472,22 @@ def _loop_script(room: Room, info: dict) -> list[str]:
     L += ["    while (ack != -1) Delay(1);  // the machine is ready"]
     L += [f"    Light_ChangeToValue({t}, {D.OFF});  // a display, dark until the first run"
           for t in room.blank]
-    begin = info.get("begin_script")
+    begin, fed = info.get("begin_script"), info.get("fed_script")
+    # Without state, runs asked for during a run collapse into one (on the inputs as they
+    # are then); with state every RUN is a step of its own.
     L += ["    while (TRUE)", "    {", "        if (wanted != runs)", "        {",
-          "            runs = wanted;"]
-    if begin:
-        L.append(f"            if (fresh) {{ ACS_Execute({begin}, 0); fresh = 0; }}")
-    L += [f"            ACS_Execute({SCRIPT_INFER}, 0, runs);",
-          "            while (ack != runs) Delay(1);", "        }", "        Delay(1);", "    }",
+          "            runs = runs + 1;" if room.stepped else "            runs = wanted;"]
+    if fed:
+        # A run after the first of a sequence is a fed step: the fed-back inputs take
+        # their nodes' values (the fed script copies lights), not the controls'.
+        start = f"ACS_Execute({begin}, 0); " if begin else ""
+        L += [f"            if (fresh) {{ {start}fresh = 0; ACS_Execute({SCRIPT_INFER}, 0, runs); }}",
+              f"            else ACS_Execute({fed}, 0, runs);"]
+    else:
+        if begin:
+            L.append(f"            if (fresh) {{ ACS_Execute({begin}, 0); fresh = 0; }}")
+        L.append(f"            ACS_Execute({SCRIPT_INFER}, 0, runs);")
+    L += ["            while (ack != runs) Delay(1);", "        }", "        Delay(1);", "    }",
           "}", ""]
     return L
 
@@ -522,8 +539,10 @@ _CONTROL_FORMS = [
     rf"Light_ChangeToValue\(\d+, {_INT}\);",
     r"while \(TRUE\)",
     r"if \(wanted != runs\)",
-    r"runs = wanted;",
+    r"runs = (wanted|runs \+ 1);",
     r"if \(fresh\) \{ ACS_Execute\(\d+, 0\); fresh = 0; \}",
+    r"if \(fresh\) \{ (ACS_Execute\(\d+, 0\); )?fresh = 0; ACS_Execute\(\d+, 0, runs\); \}",
+    r"else ACS_Execute\(\d+, 0, runs\);",
     r"ACS_Execute\(\d+, 0, runs\);",
     r"while \(ack != runs\) Delay\(1\);",
     r"Delay\(1\);",

@@ -30,6 +30,7 @@ ACS_EXECUTE = 80
 SKY = "F_SKY1"
 ROOM_CEIL = "FLAT19"      # the gallery's ceiling
 ROOM_FLOOR = "FLOOR4_8"
+HALL_STRIP_SIDES = 16384   # a lane hall's strip has at most this many sides (hall_strips)
 SWITCH_HEIGHT = 72        # SW1COMM's height: the whole switch plate on the post's face
 
 
@@ -73,19 +74,21 @@ def build_gallery(m: MapModel, circuit, conveyor: int, depth: float = 1280,
     # The hall's sky above the gallery's ceiling: the window is the gallery's full height,
     # and the sky shows through it from anywhere in the gallery.
     r_ceil = g_ceil + 64
-    hall = m.sector(Sector(r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex=SKY,
-                           comment="lane hall: every lane is a trench in this floor"))
+    strips = hall_strips(geoms, ry0, ry1)
+    halls = [m.sector(Sector(r_floor, r_ceil, 176, floor_tex="FLOOR7_1", ceil_tex=SKY,
+                             comment="lane hall: every lane is a trench in this floor"))
+             for _ in strips]
+    strip_of = {id(g): k for k, (_, _, lanes) in enumerate(strips) for g in lanes}
     for g in geoms:
-        emit_lane(m, g, conveyor, room=hall, ceiling=r_ceil)
+        emit_lane(m, g, conveyor, room=halls[strip_of[id(g)]], ceiling=r_ceil)
+    hall = halls[0]
     gy1, gy0 = ry0, ry0 - depth
     cx = (rx0 + rx1) / 2
     gx0, gx1 = min(rx0, cx - half_width), max(rx1, cx + half_width)
     # Dimmer than a lit display panel (200), brighter than a dark one.
     room = m.sector(Sector(g_floor, g_ceil, light, floor_tex=ROOM_FLOOR, ceil_tex=ROOM_CEIL,
                            comment="gallery"))
-    m.wall((rx0, ry0), (rx0, ry1), hall)
-    m.wall((rx0, ry1), (rx1, ry1), hall)
-    m.wall((rx1, ry1), (rx1, ry0), hall)
+    _hall_walls(m, strips, halls, rx0, rx1)
     # The window: the gallery on its right (south), the lane hall behind; nobody crosses it.
     m.portal((rx1, ry0), (rx0, ry0), hall, room, tex="BROWN96", flags=("blocking",),
              comment="the window onto the lanes")
@@ -100,6 +103,38 @@ def build_gallery(m: MapModel, circuit, conveyor: int, depth: float = 1280,
         m.wall((gx0, gy1), (rx0, gy1), room, tex="MARBLE1")
     return Gallery(geoms, hall, room, g_floor, g_ceil, gx0, gy0, gx1, gy1, cx,
                    (rx0, ry0, rx1, ry1))
+
+
+def hall_strips(geoms: list, y0: float, y1: float) -> list[tuple[float, float, list]]:
+    """The lane hall cut across, between rows of lanes, into strips of at most
+    HALL_STRIP_SIDES sides each: (y0, y1, its lanes) from south to north. One sector with
+    every trench's edges would crash ViZDoom beyond 32,767 sides (checks.MAX_SECTOR_SIDES:
+    the MNIST CNN's control room has 77,626); a small hall stays one sector."""
+    rows: dict[float, list] = {}
+    for g in geoms:
+        rows.setdefault(g.y0, []).append(g)
+    strips, lanes, count, start = [], [], 4, y0
+    for y in sorted(rows):
+        more = sum(2 * len(g.segments) + 2 for g in rows[y])  # a trench's edges
+        if lanes and count + more > HALL_STRIP_SIDES:
+            cut = y - P.LANE_GAP / 2
+            strips.append((start, cut, lanes))
+            lanes, count, start = [], 4, cut
+        lanes, count = lanes + rows[y], count + more
+    return strips + [(start, y1, lanes)]
+
+
+def _hall_walls(m: MapModel, strips: list, halls: list[int], rx0: float, rx1: float) -> None:
+    """The hall's west, north and east walls, clockwise (each strip's on its right), and
+    the open lines between strips (one floor to walk and look across)."""
+    for (sy0, sy1, _), hall in zip(strips, halls):
+        m.wall((rx0, sy0), (rx0, sy1), hall)
+    m.wall((rx0, strips[-1][1]), (rx1, strips[-1][1]), halls[-1])
+    for (sy0, sy1, _), hall in reversed(list(zip(strips, halls))):
+        m.wall((rx1, sy1), (rx1, sy0), hall)
+    for k in range(len(strips) - 1):
+        y = strips[k][1]
+        m.portal((rx0, y), (rx1, y), halls[k], halls[k + 1], comment="between hall strips")
 
 
 def finish(m: MapModel, circuit, gal: Gallery, tiles: dict, conveyor: int, shown: set,

@@ -6,6 +6,7 @@ of: control ACS that never reads the machine, paths to every control that cross 
 control, textures that exist, the same bytes every build."""
 from __future__ import annotations
 
+import glob
 import os
 
 import pytest
@@ -14,6 +15,7 @@ from conftest import ROOT
 from dsl import load
 from dsl.parser import parse
 from dsl.reference import evaluate
+from mapgen import display as D
 from mapgen.compile import write_wad
 from mapgen.controls import compile_room, control_violations, input_kinds
 
@@ -240,6 +242,150 @@ def test_a_spiking_network_gets_a_new_sequence_pad():
     names = [c["name"] for c in cm.manifest["controls"]["controls"]]
     assert "NEW SEQUENCE" in names and "RUN" in names
     assert f"ACS_Execute({cm.manifest['begin_script']}, 0)" in cm.acs
+
+
+
+
+def test_a_big_lane_hall_is_cut_into_strips(tmp_path_factory, monkeypatch):
+    """A lane hall with more trench edges than a strip holds is several sectors, south to
+    north, none over the limit, joined by open lines (the MNIST CNN's hall had 77,626 sides
+    in one sector: ViZDoom crashed loading it); the visitor still plays it exactly."""
+    from collections import Counter
+
+    from mapgen import room
+
+    monkeypatch.setattr(room, "HALL_STRIP_SIDES", 160)
+    net = load(os.path.join(CIRCUITS, "mlp3.dnet"))
+    net, full, cm, d = _room(tmp_path_factory, "strips", net)
+    m = cm.layout.model
+    halls = [k for k, s in enumerate(m.sectors) if s.comment.startswith("lane hall")]
+    sides = Counter(side.sector for side in m.sides)
+    assert len(halls) >= 3 and all(sides[h] <= 160 for h in halls)
+    between = [ln for ln in m.lines if ln.comment == "between hall strips"]
+    assert len(between) == len(halls) - 1 and all(ln.back >= 0 for ln in between)
+    with d:
+        for k, v in enumerate([3, 0, 2, 1]):
+            d.set_input(k, v)
+        _check(d, net, full)
+
+
+# -- networks with state: one step per RUN ---------------------------------------------------
+FED = ("network fed\ninput x[2] : 0..3\ninput n : 0..7\nfeedback n = h[0]\n"
+       "neuron h[2] : relu(s=2, max=7)\nlines x -> h dense [[2, -1], [1, 2]]\n"
+       "lines prev(h) -> h dense [[1, 1], [-1, 2]]\nlines n -> h dense [[1], [0]]\n"
+       "bias h = [0, 1]\ninit h = [3, 0]\noutput h\n")
+
+
+def _steps(d, net, full, xs: list[list[int]], fed: bool = False) -> list[dict]:
+    """Set each step's inputs with the controls and press RUN once: after every step the
+    machine's every light (prev lanes included) equals the reference of the sequence so
+    far, the displays show it, and the run loop ran exactly one step per RUN. With `fed`,
+    the fed-back inputs are the reference's None after the first step."""
+    from engine.visitor import step_reference
+
+    assert d.status()[2] == 0                # AUTO starts off: no run per INC
+    runs, rows, out = d.wait_idle(), [], []
+    for x in xs:
+        for k, v in enumerate(x):
+            d.set_input(k, v)
+        assert d.wait_idle() == runs         # nothing ran yet
+        d.use("RUN")
+        runs += 1
+        assert d.wait_idle() == runs
+        rows.append([None if fed and rows and nid in net.feedback else v
+                     for nid, v in zip(net.inputs, x)])
+        ref = step_reference(full, rows)
+        lights, shown = d.lights(), d.shown()
+        assert {k: v for k, v in lights.items() if k in ref} == \
+            {k: ref[k] for k in lights if k in ref}, f"step {len(rows) - 1}"
+        assert shown == {k: ref[k] for k in shown}
+        out.append(shown)
+    return out
+
+
+def test_a_recurrent_circuit_steps_once_per_run(tmp_path_factory):
+    """running_max (`steps open`, `prev`): every RUN is one step of the sequence, the
+    state kept in the map between them; NEW SEQUENCE puts the prev lane back to its init."""
+    net, full, cm, d = _room(tmp_path_factory, "running_max")
+    with d:
+        shown = _steps(d, net, full, [[3], [1], [7], [2]])
+        assert [s["m"] for s in shown] == [3, 3, 7, 7]
+        d.use("NEW SEQUENCE")
+        assert _steps(d, net, full, [[2]])[0]["m"] == 2
+
+
+def test_a_recurrent_vector_circuit(tmp_path_factory):
+    """elman: a vector input set with DEC / INC, three outputs fed back through prev(h)
+    from their init; then a new sequence starts from the init again."""
+    net, full, cm, d = _room(tmp_path_factory, "elman")
+    with d:
+        xs = [[2, 1], [0, 3], [3, 3]]
+        first = _steps(d, net, full, xs)
+        d.use("NEW SEQUENCE")
+        assert _steps(d, net, full, xs[:1]) == first[:1]
+        assert len({tuple(s.values()) for s in first}) > 1   # the state does move
+
+
+def test_a_counter_without_inputs_shows_done(tmp_path_factory):
+    """counter: no inputs, RUN alone steps it; its `done` output lights on the tenth step
+    and RUN goes on stepping after it (the counter saturates)."""
+    from engine.visitor import step_reference
+
+    net, full, cm, d = _room(tmp_path_factory, "counter")
+    with d:
+        assert cm.manifest["done"] is not None
+        d.use("RUN", 4)
+        assert d.wait_idle(limit_runs=6) == 4
+        assert d.shown() == {k: step_reference(full, [[]] * 4)[k] for k in ("c", "d")}
+        d.use("RUN", 8)
+        assert d.wait_idle(limit_runs=10) == 12
+        ref = step_reference(full, [[]] * 12)
+        assert d.shown() == {"c": ref["c"], "d": ref["d"]} and ref["d"] == 1
+
+
+def test_fed_back_inputs_take_their_nodes_values_after_the_first_run(tmp_path_factory):
+    """A fed-back input's controls set its first step; every later RUN of the sequence is a
+    fed step (script 6 copies h[0] into n inside the map), equal to the reference with
+    None at those steps; NEW SEQUENCE takes the controls' value again."""
+    from engine.visitor import step_reference
+
+    net = parse(FED, "<fed>")
+    net, full, cm, d = _room(tmp_path_factory, "fed", net)
+    assert f"else ACS_Execute({cm.manifest['fed_script']}, 0, runs);" in cm.acs
+    with d:
+        xs = [[1, 2, 2], [3, 0, 2], [0, 1, 2], [2, 2, 2]]
+        _steps(d, net, full, xs, fed=True)
+        fed_rows = [xs[0]] + [x[:2] + [None] for x in xs[1:]]
+        assert step_reference(full, fed_rows) != step_reference(full, xs)  # feeding matters
+        d.use("NEW SEQUENCE")
+        _steps(d, net, full, xs[:1], fed=True)
+        assert d.lights()["n"] == 2
+
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(CIRCUITS, "*.dnet"))),
+                         ids=lambda p: os.path.basename(p))
+def test_every_circuit_gets_its_control_room(path):
+    """`compile`'s default for every checked-in circuit: the room builds, passes every
+    static check (the lane hall in strips where it is big) and has a control for every
+    input that varies, a display for every output, RUN and AUTO; a network with state also
+    NEW SEQUENCE."""
+    net = load(path)
+    cm, full = compile_room(net)
+    room = cm.manifest["controls"]
+    names = {c["name"] for c in room["controls"]}
+    kinds = input_kinds(net)
+    assert {"RUN", "AUTO"} <= names and ("NEW SEQUENCE" in names) == (net.steps > 1)
+    for k, nid in enumerate(net.inputs):
+        name = net.nodes[nid].name
+        want = {"pad": {name}, "dial": {f"{name} DEC", f"{name} INC"}, "none": set(),
+                "preset": set()}[kinds[k]]
+        assert want <= names, name
+    assert {d.shows for d in D.Displays.from_json(room["displays"]).numbers} >= \
+        {net.nodes[o].name for o in net.outputs}
+    if "preset" in kinds.values():
+        assert any(c["action"] == "preset" for c in room["controls"])
+    assert control_violations(cm.acs[cm.acs.index("// The visitor's controls"):]) == []
 
 
 # -- the command ---------------------------------------------------------------------------
