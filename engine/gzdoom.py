@@ -38,10 +38,11 @@ PROBE_SCRIPT = 32000      # clear of every script number a compiled map uses
 PROBE_LUMP = "VNPROBE"
 CHUNK = 12                # values per Log() call
 MARK = "VNP"
-# The console runs some tics ahead of the map's Timer() (about 12 measured, with no screen
-# melt): every console line ends with this many tics more, so the last inference's
-# acknowledgement is in the log before `quit`.
-TAIL = 30
+# The console runs some tics ahead of the map's Timer() (about 12 measured on a quiet
+# machine, with no screen melt; more under load: at a load average of 8 the MNIST map's
+# last inference missed a 30-tic tail): every console line ends with this many tics more,
+# so the last inference's acknowledgement is in the log before `quit` (3 s of real time).
+TAIL = 105
 
 
 @dataclass

@@ -122,7 +122,7 @@ def test_timeline_is_the_runners_pukes():
             "begin_script": None}
     line = gz.timeline(info, [[1, 2, 3, 4, -5], [0, 0, 0, 0, 0]], margin=10)
     assert line == ("wait 36; puke 10 1 2 3 4; puke 11 -5; puke 2 1; wait 34; "
-                    "puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; wait 30; quit")
+                    f"puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; wait {gz.TAIL}; quit")
 
 
 def _compare(tr_gz, tr_vz, seq: int, window: int) -> list[str]:

@@ -84,6 +84,7 @@ def _demo(tmp_path, name: str) -> str:
 
 MAPS = {"mlp3 control room": lambda p: _compiled(p, "mlp3", True),
         "xor control room, PK3": lambda p: _compiled(p, "xor", True, pk3=True),
+        "running_max control room (state)": lambda p: _compiled(p, "running_max", True),
         "hello plain": lambda p: _compiled(p, "hello", False),
         "museum": lambda p: _demo(p, "museum"), "tictactoe": lambda p: _demo(p, "tictactoe"),
         "mnist": lambda p: _demo(p, "mnist"), "brainlevel": lambda p: _demo(p, "brainlevel")}
