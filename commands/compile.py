@@ -1,4 +1,6 @@
-"""`build.py compile FILE -o wads/x.wad`: a netlist (.dnet or .json) into a playable WAD."""
+"""`build.py compile FILE -o wads/x.wad`: a netlist (.dnet or .json) into a playable WAD:
+the machine with its control room (mapgen/controls.py), or with `--plain` the machine
+alone; `--pk3` writes the same maps as a PK3 too."""
 from __future__ import annotations
 
 import os
@@ -14,6 +16,15 @@ def add_arguments(p) -> None:
     p.add_argument("--title", help="map title shown by the engine (default: network name)")
     p.add_argument("--acs", metavar="FILE", help="also write the generated ACS source here "
                                                  "(the first map's, when tiled)")
+    p.add_argument("--plain", action="store_true",
+                   help="the machine alone, without its control room (with --tiles, every "
+                        "map is plain)")
+    p.add_argument("--pk3", metavar="FILE", nargs="?", const="",
+                   help="also write the maps as a PK3 (default: the WAD's name with .pk3)")
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="then play the control room in ViZDoom (a visitor sets every input "
+                        "with its controls), check every display against the reference and "
+                        "take a picture of the outputs")
     add_tiles_option(p)
     p.add_argument("--door-budget", type=int, metavar="N",
                    help="split staircases longer than N doors into parallel sub-lanes: fewer "
@@ -24,35 +35,85 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from dsl import load
 
-    from commands.common import build_maps, check_tiles, default_wad, output_path
+    from commands.common import check_tiles, default_wad, output_path
 
     check_tiles(args.tiles)
     if args.output is not None:  # every path is checked before the (long) compile
         output_path(args.output, sources=(args.file,))
     if args.acs is not None:
         output_path(args.acs, option="--acs", sources=(args.file, args.output))
+    if args.pk3:
+        output_path(args.pk3, option="--pk3", sources=(args.file, args.output, args.acs))
+    if args.screenshot is not None:
+        if args.plain or args.tiles is not None:
+            raise VoodooError("--screenshot: a picture of the control room; not with --plain "
+                              "or --tiles")
+        output_path(args.screenshot, option="--screenshot", sources=(args.file, args.output))
     net = load(args.file)
     out = output_path(args.output, default_wad(net.name), sources=(args.file,))
-    if args.acs is not None and os.path.abspath(args.acs) == os.path.abspath(out):
-        raise VoodooError(f"--acs {args.acs}: the same file as the WAD")
-    net, maps, tiles = build_maps(net, args.tiles, args.acc, args.title, args.door_budget)
-    _write(out, args.acs, maps, net, tiles)
-    print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else ""))
+    pk3 = None if args.pk3 is None else args.pk3 or os.path.splitext(out)[0] + ".pk3"
+    for path, option in ((args.acs, "--acs"), (pk3, "--pk3")):
+        if path is not None and os.path.abspath(path) == os.path.abspath(out):
+            raise VoodooError(f"{option} {path}: the same file as the WAD")
+    net, maps, tiles = _maps(net, args)
+    _write(out, args.acs, maps, net, tiles, pk3)
+    print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else "")
+          + ("" if args.plain or tiles else ", with its control room")
+          + (f"; {pk3}: the same as a PK3" if pk3 else ""))
     for m in maps:
         print(m.report())
-    return 0
+    return _picture(out, maps[0], net, args.screenshot) if args.screenshot else 0
 
 
-def _write(out: str, acs: str | None, maps, net, tiles) -> None:
-    """The WAD and (with --acs) the ACS source: both written to temporary files first and
-    renamed only when both are complete, so a failure leaves neither."""
+def _picture(wad: str, cm, net, png: str) -> int:
+    from engine.visitor import visit
+
+    v = visit(wad, cm.manifest, net, png)
+    ok = v["shown"] == v["reference"]
+    xs = v["inputs"]
+    said = str(xs) if len(xs) <= 16 else f"[{', '.join(map(str, xs[:8]))}, ...] ({len(xs)} values)"
+    print(f"{png}: a visitor set the inputs to {said} with the controls "
+          f"({v['tics']} tics of walking and waiting); the displays show "
+          + ", ".join(f"{k} = {x}" for k, x in v["shown"].items())
+          + f"; {'EXACT' if ok else 'MISMATCH: the reference says ' + str(v['reference'])}")
+    return 0 if ok else 1
+
+
+def _maps(net, args):
+    """(the netlist the WAD carries, its maps, tiles or None): the control room unless
+    --plain or --tiles."""
+    from commands.common import build_maps, check_tiles
+
+    if args.plain or check_tiles(args.tiles) is not None:
+        return build_maps(net, args.tiles, args.acc, args.title, args.door_budget)
+    from mapgen.controls import compile_room
+
+    if args.door_budget is not None and args.door_budget < 1:
+        raise VoodooError(f"--door-budget {args.door_budget}: give at least 1 door per sub-lane")
+    cm, full = compile_room(net, title=args.title, acc=args.acc, door_budget=args.door_budget)
+    return full, [cm], None
+
+
+def _write(out: str, acs: str | None, maps, net, tiles, pk3: str | None = None) -> None:
+    """The WAD, (with --acs) the ACS source and (with --pk3) the PK3: each written to a
+    temporary file first, and all renamed only when all are complete, so a failure leaves
+    none."""
+    from contextlib import ExitStack
+
     from dsl.util import atomic_output
     from commands.common import writing
-    from mapgen.compile import write_wad
+    from mapgen.compile import write_pk3, write_wad
 
-    with writing(out, "the WAD"), atomic_output(out, ".wad") as wad_tmp:
-        write_wad(wad_tmp, maps, net, tiles)
-        if acs:
-            with writing(acs, "the ACS source"), atomic_output(acs, ".acs") as acs_tmp:
-                with open(acs_tmp, "wb") as f:
-                    f.write(maps[0].acs.encode())
+    with ExitStack() as stack:
+        for path, what, suffix, write in (
+                (out, "the WAD", ".wad", lambda tmp: write_wad(tmp, maps, net, tiles)),
+                (acs, "the ACS source", ".acs", lambda tmp: _write_text(tmp, maps[0].acs)),
+                (pk3, "the PK3", ".pk3", lambda tmp: write_pk3(tmp, maps, net, tiles))):
+            if path:
+                stack.enter_context(writing(path, what))
+                write(stack.enter_context(atomic_output(path, suffix)))
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "wb") as f:
+        f.write(text.encode())

@@ -28,17 +28,17 @@ from dsl.ir import Netlist
 from mapgen import physics as P
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
-from mapgen.layout import conveyor_tag_for, inset_sector
+from mapgen.display import DIGITS
+from mapgen.layout import conveyor_tag_for
 from mapgen.program import SCRIPT_INFER, manifest
-from mapgen.udmf import MapModel, Sector, Thing
+from mapgen.room import box as _box, build_gallery, finish, light_panel, pad, seven_boxes
+from mapgen.udmf import MapModel, Sector
 
-from .gallery import GalleryDriver, box as _box, build_gallery, finish
+from engine.visitor import GalleryDriver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "circuits", "museum.dnet")
 SEGMENTS = "abcdefg"
-DIGITS = {0: "abcdef", 1: "bc", 2: "abdeg", 3: "abcdg", 4: "bcfg", 5: "acdfg", 6: "acdefg",
-          7: "abc", 8: "abcdefg", 9: "abcdfg"}
 MUTATION = ("digit7", "show_a")      # the connection MUTATE flips from +1 to -1
 
 SCRIPT_PEDAL = 30                    # 30..36: pedal of segment a..g
@@ -48,8 +48,6 @@ SCRIPT_RESTORE = 42
 SCRIPT_PLAQUE = 43
 SCRIPT_STATUS = 44                   # pedal lights and the mutation flag to USER1..8
 MUTATE_LINE_ID = 500
-SEC_ACT_ENTER = 9998                 # a thing that runs its special when the player enters
-ACS_EXECUTE = 80
 PEDAL_OFF, PEDAL_ON = 96, 255
 
 
@@ -85,22 +83,8 @@ class MuseumMap:
     net: Netlist
 
 
-def _seven(cx: float, cy: float, length: float, thick: float, gap: float) -> dict[str, tuple]:
-    """Boxes of a seven-segment figure centred on (cx, cy)."""
-    half = length / 2 + gap + thick / 2
-    return {
-        "a": _box(cx, cy + 2 * half, length, thick),
-        "g": _box(cx, cy, length, thick),
-        "d": _box(cx, cy - 2 * half, length, thick),
-        "f": _box(cx - half, cy + half, thick, length),
-        "b": _box(cx + half, cy + half, thick, length),
-        "e": _box(cx - half, cy - half, thick, length),
-        "c": _box(cx + half, cy - half, thick, length),
-    }
-
-
 def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
-    """The museum map: the shared lane hall and gallery (demos/gallery.py), the display,
+    """The museum map: the shared lane hall and gallery (mapgen/room.py), the display,
     the pedals and the line MUTATE rewires."""
     net = load(SOURCE)
     circuit = lower(net, solo={MUTATION})
@@ -129,17 +113,15 @@ def build(title: str = "Museum", acc: str = "internal") -> MuseumMap:
 
 def _display(m: MapModel, circuit, gal) -> tuple[dict, list[int]]:
     """The display: output accumulators as recessed ceiling panels over the middle."""
-    display = _seven(gal.cx, gal.y0 + 820, 224, 48, 8)
+    display = seven_boxes(gal.cx, gal.y0 + 820, 224, 48, 8)
     tiles = {}
     display_tags = []
     for s in SEGMENTS:
         node = circuit.net.by_name(f"show_{s}")
         tag = circuit.acc_light[node.id]
-        light = circuit.light(tag)
-        tiles[tag] = inset_sector(m, gal.room, display[s], Sector(
-            gal.floor, gal.ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
-            floor_tex="FLAT14", ceil_tex="FLAT2",
-            comment=f"display segment {s}: the accumulator light of show_{s}"))
+        tiles[tag] = light_panel(m, gal.room, display[s], circuit, tag, gal.floor, gal.ceil,
+                                 f"display segment {s}: the accumulator light of show_{s}",
+                                 floor_tex="FLAT14", ceil_tex="FLAT2")
         display_tags.append(tag)
     return tiles, display_tags
 
@@ -149,24 +131,19 @@ def _pedals(m: MapModel, gal, pedal_tags) -> dict[str, Spot]:
     RESTORE. Returns the named spots a driver warps a visitor to."""
     cx, gy0, g_floor, g_ceil = gal.cx, gal.y0, gal.floor, gal.ceil
     spots: dict[str, Spot] = {}
-    pedals = _seven(cx - 420, gy0 + 420, 96, 40, 24)
+    pedals = seven_boxes(cx - 420, gy0 + 420, 96, 40, 24)
     for j, s in enumerate(SEGMENTS):
-        box = pedals[s]
-        inset_sector(m, gal.room, box, Sector(g_floor + 4, g_ceil, PEDAL_OFF, tag=pedal_tags[j],
-                                              floor_tex="FLAT22", comment=f"pedal {s}"))
-        px, py = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
-                              args=(SCRIPT_PEDAL + j, 0), comment=f"pedal {s} toggles seg[{j}]"))
+        px, py = pad(m, gal.room, pedals[s], Sector(g_floor + 4, g_ceil, PEDAL_OFF,
+                                                   tag=pedal_tags[j], floor_tex="FLAT22",
+                                                   comment=f"pedal {s}"),
+                     SCRIPT_PEDAL + j, f"pedal {s} toggles seg[{j}]")
         spots[s] = Spot(s, px, py)
     for k, (name, script, tex, light) in enumerate([("READ", SCRIPT_READ, "FLAT3", 224),
                                                     ("MUTATE", SCRIPT_MUTATE, "FLAT5_3", 160),
                                                     ("RESTORE", SCRIPT_RESTORE, "FLAT5_1", 160)]):
-        px, py = cx + 420, gy0 + 220 + 200 * k
-        inset_sector(m, gal.room, _box(px, py, 96, 96), Sector(g_floor + 4, g_ceil, light,
-                                                                floor_tex=tex,
-                                                                comment=f"{name} pedal"))
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
-                              comment=f"{name} pedal"))
+        px, py = pad(m, gal.room, _box(cx + 420, gy0 + 220 + 200 * k, 96, 96),
+                     Sector(g_floor + 4, g_ceil, light, floor_tex=tex, comment=f"{name} pedal"),
+                     script, f"{name} pedal")
         spots[name] = Spot(name, px, py)
     spots["rest"] = Spot("rest", cx, gy0 + 100)
     return spots
@@ -184,10 +161,9 @@ def _mutation_line(m: MapModel, circuit, gal, spots: dict[str, Spot]):
     m.lines[mutate_line].id = MUTATE_LINE_ID
     m.lines[mutate_line].comment = f"MUTATE flips this line: {MUTATION[0]} -> {MUTATION[1]}"
     plaque_x = lane.lines[k][0]
-    inset_sector(m, gal.room, _box(plaque_x, ry0 - 40, 96, 32),
-                 Sector(gal.floor + 2, gal.ceil, 255, floor_tex="FLAT2", comment="plaque"))
-    m.things.append(Thing(plaque_x, ry0 - 40, SEC_ACT_ENTER, special=ACS_EXECUTE,
-                          args=(SCRIPT_PLAQUE, 0), comment="plaque"))
+    pad(m, gal.room, _box(plaque_x, ry0 - 40, 96, 32),
+        Sector(gal.floor + 2, gal.ceil, 255, floor_tex="FLAT2", comment="plaque"),
+        SCRIPT_PLAQUE, "plaque")
     spots["plaque"] = Spot("plaque", plaque_x, ry0 - 40)
     spots["view"] = Spot("view", cx, gy0 + 200)
     spots["window"] = Spot("window", plaque_x - 200, ry0 - 60)

@@ -24,19 +24,18 @@ from dsl.reference import evaluate
 
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
-from mapgen.layout import conveyor_tag_for, inset_sector
+from mapgen.layout import conveyor_tag_for
 from mapgen.program import SCRIPT_INFER, manifest
-from mapgen.udmf import MapModel, Sector, Thing
+from mapgen.room import box, build_gallery, finish, light_panel, pad
+from mapgen.udmf import MapModel, Sector
 
-from .gallery import GalleryDriver, box, build_gallery, finish
+from engine.visitor import GalleryDriver
 from .tictactoe_policy import LINES, full, policy_graph, winner
 
 SCRIPT_PAD = 30                  # 30..38: the pad of cell 0..8
 SCRIPT_MOVE = 40
 SCRIPT_NEW = 41
 SCRIPT_STATUS = 42               # pad lights to USER1..9, for tests
-SEC_ACT_ENTER = 9998
-ACS_EXECUTE = 80
 PAD_OFF, PAD_ON = 96, 255
 CELL, GAP = 128, 24
 
@@ -65,20 +64,15 @@ def _pads(m: MapModel, gal, pad_tags, spots) -> None:
     bx, by = gal.cx - 420, gal.y0 + 620
     for i in range(9):
         px, py = _cell_center(bx, by, i, CELL + GAP)
-        inset_sector(m, gal.room, box(px, py, CELL, CELL), Sector(
+        spots[f"pad{i}"] = pad(m, gal.room, box(px, py, CELL, CELL), Sector(
             gal.floor + 4, gal.ceil, PAD_OFF, tag=pad_tags[i], floor_tex="FLAT22",
-            comment=f"pad of cell {i}: toggles x[{i}]"))
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE,
-                              args=(SCRIPT_PAD + i, 0), comment=f"pad {i}"))
-        spots[f"pad{i}"] = (px, py)
+            comment=f"pad of cell {i}: toggles x[{i}]"), SCRIPT_PAD + i, f"pad {i}")
     for name, script, (px, py), tex in [
             ("MOVE", SCRIPT_MOVE, (gal.cx - 420, gal.y0 + 260), "FLAT3"),
             ("NEW", SCRIPT_NEW, (gal.cx - 700, gal.y0 + 260), "FLAT5_3")]:
-        inset_sector(m, gal.room, box(px, py, 112, 112), Sector(
-            gal.floor + 4, gal.ceil, 224, floor_tex=tex, comment=f"{name} pedal"))
-        m.things.append(Thing(px, py, SEC_ACT_ENTER, special=ACS_EXECUTE, args=(script, 0),
-                              comment=f"{name} pedal"))
-        spots[name] = (px, py)
+        spots[name] = pad(m, gal.room, box(px, py, 112, 112), Sector(
+            gal.floor + 4, gal.ceil, 224, floor_tex=tex, comment=f"{name} pedal"),
+            script, f"{name} pedal")
     # Between MOVE and the board, facing north: a visitor walking on steps onto pad 7.
     spots["approach"] = (bx, gal.y0 + 360)
 
@@ -93,10 +87,9 @@ def _display(m: MapModel, gal, circuit, net, tiles, spots) -> list[int]:
     tags = []
     for name, rect, tex in panels:
         tag = circuit.acc_light[net.by_name(name).id]
-        light = circuit.light(tag)
-        tiles[tag] = inset_sector(m, gal.room, rect, Sector(
-            gal.floor, gal.ceil, light.reset, tag=tag, more_tags=tuple(light.groups),
-            floor_tex="FLAT14", ceil_tex=tex, comment=f"display: the accumulator of {name}"))
+        tiles[tag] = light_panel(m, gal.room, rect, circuit, tag, gal.floor, gal.ceil,
+                                 f"display: the accumulator of {name}", floor_tex="FLAT14",
+                                 ceil_tex=tex)
         tags.append(tag)
     spots["view"] = (dx + 110, dy - 470)
     return tags

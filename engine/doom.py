@@ -66,7 +66,8 @@ class LocalEngine:
 
     def __init__(self, wad: str, map_name: str = "MAP01", *, sectors: bool = False,
                  resolution: str = "RES_160X120", render: bool = False,
-                 extra_args: tuple[str, ...] = (), buttons: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), buttons: tuple[str, ...] = (),
+                 pose: bool = False):
         import vizdoom as vzd  # lazy: the engine is a heavy import
 
         self._vzd = vzd
@@ -96,8 +97,11 @@ class LocalEngine:
         # Buttons let a test drive the marine as a player would (MOVE_FORWARD, TURN_LEFT...).
         game.set_available_buttons([getattr(vzd.Button, b) for b in buttons])
         self.buttons = list(buttons)
+        # With `pose`, the player's position and angle follow the USER globals (`pose()`).
         game.set_available_game_variables(
-            [getattr(vzd.GameVariable, f"USER{i}") for i in range(1, N_USER_VARS + 1)])
+            [getattr(vzd.GameVariable, f"USER{i}") for i in range(1, N_USER_VARS + 1)]
+            + ([vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y,
+                vzd.GameVariable.ANGLE] if pose else []))
         # ViZDoom writes its config next to the current directory unless told otherwise.
         game.add_game_args("+sv_cheats 1 +vid_forcesurface 0")
         for a in extra_args:
@@ -187,8 +191,18 @@ class LocalEngine:
         """All 60 globals at once (index 0 is USER1)."""
         state = self.game.get_state()
         if state is not None and state.game_variables is not None:
-            return [int(v) for v in state.game_variables]
+            return [int(v) for v in state.game_variables[:N_USER_VARS]]
         return [self.user(i) for i in range(1, N_USER_VARS + 1)]
+
+    def pose(self) -> tuple[float, float, float]:
+        """The player's x, y and angle (degrees, 0 = east, 90 = north) after the last tic
+        (needs pose=True)."""
+        state = self.game.get_state()
+        if state is None or state.game_variables is None \
+                or len(state.game_variables) < N_USER_VARS + 3:
+            raise EngineError("the player's pose is not enabled for this engine (pose=True)")
+        x, y, a = state.game_variables[N_USER_VARS:N_USER_VARS + 3]
+        return float(x), float(y), float(a)
 
     # -- map state -----------------------------------------------------------------------------
     def sectors(self) -> list[SectorState]:
@@ -209,7 +223,7 @@ class LocalEngine:
 
 # ------------------------------------------------------------------------ the engine process
 _METHODS = ("advance", "change_map", "tic", "command", "puke_many", "step", "puke", "user", "users",
-            "sectors", "screen")
+            "pose", "sectors", "screen")
 _START_TIMEOUT = 120.0
 
 

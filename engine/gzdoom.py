@@ -16,7 +16,11 @@ inference is found in the log by the tic at which the map's ack variable takes i
 sequence number, and windows are compared relative to that tic.
 
 The probe uses no string literals (numbers and `c:` characters only), so it does not depend
-on how strings are tagged in a library.
+on how strings are tagged in a library. A probe made with `on_ack` logs only on the tics
+the ack changes (a long game logs once per inference, not once per tic).
+
+`screenshots` runs a map and captures the view at given tics (the render tests: no map may
+start black, docs/gzdoom.md).
 """
 from __future__ import annotations
 
@@ -34,6 +38,11 @@ PROBE_SCRIPT = 32000      # clear of every script number a compiled map uses
 PROBE_LUMP = "VNPROBE"
 CHUNK = 12                # values per Log() call
 MARK = "VNP"
+# The console runs some tics ahead of the map's Timer() (about 12 measured on a quiet
+# machine, with no screen melt; more under load: at a load average of 8 the MNIST map's
+# last inference missed a 30-tic tail): every console line ends with this many tics more,
+# so the last inference's acknowledgement is in the log before `quit` (3 s of real time).
+TAIL = 105
 
 
 @dataclass
@@ -44,13 +53,16 @@ class ProbeMap:
     doors: list[tuple[int, int]]            # a point inside each door sector
     tids: list[int]                         # each doll's TID
     n_users: int                            # USER1..n read with the ack
+    on_ack: bool = False                    # log only on the tics the ack changes
 
 
-def probe_map(layout, n_users: int) -> ProbeMap:
+def probe_map(layout, n_users: int, planes: bool = True, on_ack: bool = False) -> ProbeMap:
+    """What to log of a compiled map: every light, and with `planes` every door plane and
+    doll too."""
     doors = [(int((s.x0 + s.x1) // 2), int(g.y_mid)) for g in layout.lanes
-             for s in g.segments if s.kind == "door"]
+             for s in g.segments if s.kind == "door"] if planes else []
     return ProbeMap([l.tag for l in layout.circuit.lights], doors,
-                    [g.lane.tid for g in layout.lanes], n_users)
+                    [g.lane.tid for g in layout.lanes] if planes else [], n_users, on_ack)
 
 
 def _log_calls(kind: str, exprs: list[str]) -> list[str]:
@@ -68,14 +80,18 @@ def probe_source(pm: ProbeMap) -> str:
              "// VoodooNet's GZDoom parity probe: logs the map's state every tic (engine/gzdoom.py).",
              "global int 59:read_ack;", "global int 60:ack;"]
     lines += [f"global int {k}:user{k};" for k in range(1, pm.n_users + 1)]
-    lines += ["", f"script {PROBE_SCRIPT} OPEN", "{", "    int t;", "    while (TRUE)", "    {",
-              "        t = Timer();"]
+    lines += ["", f"script {PROBE_SCRIPT} OPEN", "{", "    int t;", "    int last = -2;",
+              "    while (TRUE)", "    {", "        t = Timer();"]
     body = _log_calls("A", ["ack", "read_ack"] + [f"user{k}" for k in range(1, pm.n_users + 1)])
     body += _log_calls("L", [f"GetSectorLightLevel({tag})" for tag in pm.lights])
     body += _log_calls("C", [f"GetSectorCeilingZ(0, {x}, {y}) >> 16" for x, y in pm.doors])
     body += _log_calls("F", [f"GetSectorFloorZ(0, {x}, {y}) >> 16" for x, y in pm.doors])
     body += _log_calls("X", [f"GetActorX({tid})" for tid in pm.tids])
-    lines += [f"        {b}" for b in body]
+    if pm.on_ack:
+        lines += ["        if (ack != last)", "        {", "            last = ack;"]
+        lines += [f"            {b}" for b in body] + ["        }"]
+    else:
+        lines += [f"        {b}" for b in body]
     lines += ["        Delay(1);", "    }", "}", ""]
     return "\n".join(lines)
 
@@ -147,18 +163,24 @@ def puke_commands(info: dict, x: list[int], seq: int, first: bool,
     return [_puke(c) for c in input_calls(info, x, first) + [(script, seq)]]
 
 
-def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
+def timeline(info: dict, inputs: list[list[int]], margin: int | None = None,
              sequence: bool = False, fed: list[bool] | None = None) -> str:
     """One console line: wait for the map to be ready, then each inference, each given its
     predicted tics plus `margin` (the log, not this spacing, decides what is compared).
     `fed[k]`: step k of a sequence is a fed step."""
+    if margin is None:
+        # The console gains on the map as a run goes on (measured on the MNIST map, whose
+        # probe logs 6 KB a tic: its first pukes landed 14 map tics late, its `quit` 2
+        # early; with 32 tics between inferences the third one never ran, its script 2
+        # call presumably landing while the second's still ran): one more inference's time
+        # between inferences.
+        margin = 12 + info["inference_tics"]
     parts = [f"wait {info['init_tics'] + 2 + margin}"]
     for seq, x in enumerate(inputs, 1):
         parts += puke_commands(info, x, seq, first=sequence and seq == 1,
                                fed=bool(fed and fed[seq - 1]))
         parts.append(f"wait {info['inference_tics'] + 1 + margin}")
-    parts.append("quit")
-    return "; ".join(parts)
+    return "; ".join(parts + [f"wait {TAIL}", "quit"])
 
 
 def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str:
@@ -171,7 +193,7 @@ def batch_timeline(info: dict, inputs: list[list[int]], margin: int = 12) -> str
     calls, tics = batch_calls(info, inputs)
     return "; ".join([f"wait {info['init_tics'] + 2 + margin}"]
                      + [_puke(c) for c in calls + [(pipe["batch_script"], 1, n)]]
-                     + [f"wait {tics + 1 + margin}", "quit"])
+                     + [f"wait {tics + 1 + margin}", f"wait {TAIL}", "quit"])
 
 
 def freedoom2() -> str:
@@ -180,30 +202,73 @@ def freedoom2() -> str:
     return os.path.join(os.path.dirname(vizdoom.__file__), "freedoom2.wad")
 
 
+def _gzdoom(binary: str, files: list[str], commands: str, work: str, timeout: float,
+            size: tuple[int, int] = (320, 200)) -> tuple[subprocess.CompletedProcess, str]:
+    """Run GZDoom headless on MAP01 of `files` (under xvfb-run when there is no display),
+    with `commands` as its console line, in `work`; (the process, its log's text)."""
+    log = os.path.join(work, "gzdoom.log")
+    args = [binary, "-iwad", freedoom2(), "-file", *[os.path.abspath(f) for f in files],
+            "-nosound", "-nomusic", "-noautoload", "-config", os.path.join(work, "gzdoom.ini"),
+            "-width", str(size[0]), "-height", str(size[1]),
+            # No window manager under Xvfb gives focus: never pause for the lack of it. No
+            # screen melt at the map's start: the game does not tick during it, the console's
+            # waits do (a command timed for tic 30 would land before the ENTER scripts).
+            "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+wipetype", "0",
+            "+sv_cheats", "1",
+            "+logfile", log, "+map", "MAP01", "+" + commands]
+    if not os.environ.get("DISPLAY"):
+        if not shutil.which("xvfb-run"):
+            raise EngineError("GZDoom needs a display: install xvfb (docs/gzdoom.md)")
+        args = ["xvfb-run", "-a", "-s", "-screen 0 640x480x24"] + args
+    env = {**os.environ, "HOME": work}
+    r = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    return r, open(log, errors="replace").read() if os.path.exists(log) else ""
+
+
 def run_gzdoom(binary: str, wad: str, probe: str, commands: str, timeout: float = 300) -> str:
-    """Run GZDoom headless (under xvfb-run when there is no display) and return the log."""
+    """Run GZDoom headless with the probe and return the log."""
     work = tempfile.mkdtemp(prefix="voodoonet-gz-")
-    log = os.path.join(work, "probe.log")
     try:
-        args = [binary, "-iwad", freedoom2(), "-file", os.path.abspath(wad),
-                os.path.abspath(probe), "-nosound", "-nomusic", "-noautoload",
-                "-config", os.path.join(work, "gzdoom.ini"), "-width", "320", "-height", "200",
-                # No window manager under Xvfb gives focus: never pause for the lack of it.
-                "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+sv_cheats", "1",
-                "+logfile", log,
-                "+map", "MAP01", "+" + commands]
-        if not os.environ.get("DISPLAY"):
-            if not shutil.which("xvfb-run"):
-                raise EngineError("GZDoom needs a display: install xvfb (docs/gzdoom.md)")
-            args = ["xvfb-run", "-a", "-s", "-screen 0 640x480x24"] + args
-        env = {**os.environ, "HOME": work}
-        r = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        text = open(log, errors="replace").read() if os.path.exists(log) else ""
+        r, text = _gzdoom(binary, [wad, probe], commands, work, timeout)
         if MARK not in text:
             raise EngineError(f"GZDoom exited {r.returncode} without a probe log:\n"
                               f"{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
         return text
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def screenshots(binary: str, files: list[str], tics: list[int], commands: dict | None = None,
+                timeout: float = 300, size: tuple[int, int] = (640, 480)) -> list:
+    """The view of MAP01 of `files` (a WAD or PK3, and any others) in GZDoom at each of
+    `tics` (increasing) after the map starts, as RGB arrays; `commands` maps a tic to
+    console commands run then (`{10: "puke 512 1"}`)."""
+    import numpy as np
+    from PIL import Image
+
+    if list(tics) != sorted(set(tics)):
+        raise ValueError(f"screenshot tics must increase: {tics}")
+    work = tempfile.mkdtemp(prefix="voodoonet-gzshot-")
+    events = sorted([(t, 1, f"screenshot {os.path.join(work, f'shot{k}.png')}")
+                     for k, t in enumerate(tics)]
+                    + [(t, 0, c) for t, c in (commands or {}).items()])
+    try:
+        parts, now = [], 0
+        for t, _, cmd in events:
+            if t > now:
+                parts.append(f"wait {t - now}")
+                now = t
+            parts.append(cmd)
+        r, text = _gzdoom(binary, files, "; ".join(parts + ["wait 3", "quit"]), work,
+                          timeout, size)
+        shots = []
+        for k in range(len(tics)):
+            path = os.path.join(work, f"shot{k}.png")
+            if not os.path.exists(path):
+                raise EngineError(f"GZDoom exited {r.returncode} without screenshot {k + 1} "
+                                  f"of {len(tics)}:\n{text[-1500:]}\n{r.stderr[-1500:]}")
+            shots.append(np.asarray(Image.open(path).convert("RGB")))
+        return shots
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

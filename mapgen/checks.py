@@ -37,6 +37,9 @@ MAX_DOLLS = 4000
 MAX_SECTORS = 65535
 MAX_LINES = 400_000
 MAX_TAG = 65535
+# Sides of one sector: ViZDoom segfaults loading a map with a sector of more than 32,767
+# (measured: a room with 8,000 square holes, 32,004 sides, loads; 8,300, 33,204, does not).
+MAX_SECTOR_SIDES = 32767
 
 
 def _names(layout: Layout) -> dict[int, str]:
@@ -270,6 +273,7 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if len(m.lines) > MAX_LINES:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
                               "split the network over several maps (tiles)"))
+    out += _crowded_sectors(m, where)
     short = [k for k, line in enumerate(m.lines)
              if m.vertices[line.v1] == m.vertices[line.v2]]
     if short:
@@ -504,3 +508,14 @@ def run_all(layout: Layout, sched: Schedule) -> None:
                 + check_budgets(layout) + check_pipeline(layout, sched))
     if problems:
         raise CompileError(problems)
+
+
+def _crowded_sectors(m, where: Pos) -> list[Diagnostic]:
+    """Sectors with more sides than the engine loads (MAX_SECTOR_SIDES)."""
+    from collections import Counter
+
+    sides = Counter(side.sector for side in m.sides)
+    return [Diagnostic(where, f"sector {sec} ({m.sectors[sec].comment or 'no comment'}) has "
+                              f"{n} sides; ViZDoom loads at most {MAX_SECTOR_SIDES}",
+                       "a bug in the layout: split the sector (mapgen/room.hall_strips)")
+            for sec, n in sorted(sides.items()) if n > MAX_SECTOR_SIDES]

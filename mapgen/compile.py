@@ -88,6 +88,58 @@ def write_wad(path: str, maps: list[CompiledMap], net: Netlist | None = None,
     pack(path, lumps, extra_lumps=extra)
 
 
+def write_pk3(path: str, maps: list[CompiledMap], net: Netlist | None = None,
+              tiles=None) -> None:
+    """The same maps as a PK3 (a zip), atomically: maps/MAPxx.wad (each map alone in a WAD,
+    as GZDoom loads maps from a PK3), mapinfo.txt naming them, and the manifests (and the
+    netlist) under voodoonet/. Same inputs give the same bytes (fixed file times)."""
+    import tempfile
+    import zipfile
+
+    from acs.wad import MapLump, atomic_output, make_mapinfo
+
+    lumps = [MapLump(m.name, m.textmap, m.behavior, m.acs, m.title) for m in maps]
+    files = {"mapinfo.txt": make_mapinfo(lumps).encode()}
+    with tempfile.TemporaryDirectory(prefix="voodoonet-pk3-") as work:
+        for lump in lumps:
+            one = os.path.join(work, f"{lump.name}.wad")
+            _map_only_wad(one, lump)
+            with open(one, "rb") as f:
+                files[f"maps/{lump.name}.wad"] = f.read()
+    infos = {m.name: dict(m.manifest) for m in maps}
+    for k, m in enumerate(maps):
+        if tiles is not None:
+            infos[m.name]["tile_inputs"], infos[m.name]["tile_outputs"] = \
+                tiles[k].inputs, tiles[k].outputs
+    files["voodoonet/manifest.json"] = json.dumps(infos, sort_keys=True).encode()
+    if net is not None:
+        from dsl.jsonio import dumps
+
+        files["voodoonet/netlist.json"] = dumps(net).encode()
+    with atomic_output(path, ".pk3") as tmp:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for name in sorted(files):
+                z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)),
+                           files[name], zipfile.ZIP_DEFLATED)
+
+
+def _map_only_wad(path: str, m) -> None:
+    """A WAD holding one map group and nothing else (a PK3's maps/MAPxx.wad)."""
+    import omg
+
+    wad = omg.WAD()
+    group = omg.NameGroup()
+    group["_HEADER_"] = omg.Lump(b"")
+    group["TEXTMAP"] = omg.Lump(m.textmap.encode("utf-8"))
+    if m.behavior is not None:
+        group["BEHAVIOR"] = omg.Lump(bytes(m.behavior))
+    if m.scripts is not None:
+        group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
+    group["ENDMAP"] = omg.Lump(b"")
+    wad.udmfmaps[m.name] = group
+    wad.to_file(path)
+
+
 @dataclass
 class LoadedWad:
     """A WAD built by VoodooNet, as `build.py run` needs it."""
@@ -145,7 +197,8 @@ def resource_report(m: CompiledMap) -> str:
         ("phases", f"{len(sched.phases)}: " + ", ".join(
             f"{ph.copy_tics if ph.index else 0}+{ph.run_tics}" for ph in sched.phases) + " tics"),
         ("tics per inference", f"{sched.inference_tics} (predicted)"),
-        ("pipelined", "no (spiking, or outputs read in batches)" if sched.pipeline is None else
+        ("pipelined", "no (spiking, outputs read in batches, or a control room: one run at a "
+                      "time)" if sched.pipeline is None else
          f"one inference per beat of {sched.pipeline.period} tics ({sched.pipeline.ii} "
          f"slot{'s' if sched.pipeline.ii > 1 else ''}); in a batch of beats one every "
          f"{sched.pipeline.batch_step}"),

@@ -189,9 +189,12 @@ def light_tiles(m: MapModel, lights, names: dict[int, str], x0: float, y1: float
     hall_w = max(512, per_row * (tile + gap) + 2 * gap + 128)
     hall_h = rows * (tile + gap) + 2 * gap + 256
     y0 = y1 - hall_h
+    # An open sky over the hall: a plain map's player starts here, and GZDoom's OpenGL
+    # renderer draws nothing (a black screen) from a map start until a frame shows sky
+    # (docs/gzdoom.md).
     hall = m.rect_sector(x0, y0, x0 + hall_w, y1, Sector(
-        0, 160, 192, comment="hall of lights: each tile's light level is a neuron's "
-                             "accumulator or value"))
+        0, 160, 192, ceil_tex="F_SKY1", comment="hall of lights: each tile's light level is "
+                                                "a neuron's accumulator or value"))
     tiles = {}
     for i, light in enumerate(lights):
         r, c = divmod(i, per_row)
@@ -259,7 +262,8 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
     for s in g.segments:
         top = g.ceiling if ceiling is None else ceiling
         if s.kind == "door":
-            sec = Sector(s.floor, s.floor, 255, tag=g.lane.door_tag, more_tags=(conveyor,),
+            sec = Sector(s.floor, s.floor + P.DOOR_START_OPENING, 255, tag=g.lane.door_tag,
+                         more_tags=(conveyor,),
                          sequence=P.SILENT_SEQUENCE,
                          floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")

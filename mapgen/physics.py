@@ -58,6 +58,12 @@ LINE_SPACING = 2          # between weighted lines (1 was measured exact as well
 # line of the landing; and a doll inside a door must never also touch a higher floor
 # beyond it (measured: a door followed at once by a step is judged against the step).
 LANDING_CLEAR = 40
+# A door's ceiling at map start, above its floor (every inference writes it before its doll
+# rides, so the computation never sees it): a door sector whose ceiling is at its floor is
+# closed, and GZDoom's OpenGL renderer clips everything behind a closed sector like a solid
+# wall, so a lane hall seen from above before the first inference showed sky where the
+# floor behind its doors should be (the brain level's first decision, issue 24).
+DOOR_START_OPENING = 8
 SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
 PAD_LENGTH = 64           # where a doll waits between rides: not a conveyor, so a parked
                           # doll has no velocity and costs the engine almost nothing

@@ -25,6 +25,11 @@ class Sector:
     ceil_tex: str = CEIL
     sequence: str = ""
     comment: str = ""
+    # The ceiling's (floor's) own light, whatever the sector's level (UDMF lightceiling,
+    # lightfloor, absolute): a display panel whose level is a machine's light leaves the
+    # other plane of its sector alone.
+    ceiling_light: int | None = None
+    floor_light: int | None = None
 
 
 @dataclass
@@ -158,6 +163,10 @@ class MapModel:
                 parts.append(f'moreids = "{" ".join(str(t) for t in s.more_tags)}";')
             if s.sequence:
                 parts.append(f'soundsequence = "{_esc(s.sequence)}";')
+            if s.ceiling_light is not None:
+                parts.append(f"lightceiling = {int(s.ceiling_light)}; lightceilingabsolute = true;")
+            if s.floor_light is not None:
+                parts.append(f"lightfloor = {int(s.floor_light)}; lightfloorabsolute = true;")
             if s.comment:
                 parts.append(f'comment = "{_esc(s.comment)}";')
             w("sector { " + " ".join(parts) + " }")

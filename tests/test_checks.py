@@ -89,6 +89,19 @@ def test_phase_too_short_for_its_dolls():
     assert any("could still be in a door when that door moves" in m for m in msgs)
 
 
+def test_a_sector_with_too_many_sides_is_refused(monkeypatch):
+    """ViZDoom segfaults loading a sector of more than 32,767 sides (measured with square
+    holes cut into one room: 32,004 sides load, 33,204 do not): such a map is refused."""
+    lay, sched = _layout(GOOD)
+    from collections import Counter
+
+    sec, n = Counter(side.sector for side in lay.model.sides).most_common(1)[0]
+    monkeypatch.setattr(checks, "MAX_SECTOR_SIDES", n - 1)
+    msgs = [d.message for d in checks.check_budgets(lay)]
+    assert msgs == [f"sector {sec} ({lay.model.sectors[sec].comment or 'no comment'}) has "
+                    f"{n} sides; ViZDoom loads at most {n - 1}"]
+
+
 def test_map_extent(monkeypatch):
     from mapgen import physics
 

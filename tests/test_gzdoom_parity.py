@@ -122,7 +122,7 @@ def test_timeline_is_the_runners_pukes():
             "begin_script": None}
     line = gz.timeline(info, [[1, 2, 3, 4, -5], [0, 0, 0, 0, 0]], margin=10)
     assert line == ("wait 36; puke 10 1 2 3 4; puke 11 -5; puke 2 1; wait 34; "
-                    "puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; quit")
+                    f"puke 10 0 0 0 0; puke 11 0; puke 2 2; wait 34; wait {gz.TAIL}; quit")
 
 
 def _compare(tr_gz, tr_vz, seq: int, window: int) -> list[str]:
@@ -207,6 +207,81 @@ def test_gzdoom_runs_a_batch_of_overlapping_beats_as_the_reference(tmp_path):
     assert got == evaluate(net, xs).last_outputs().tolist()
     with MapRunner(wad, info) as r:
         assert r.infer_many(xs) == got
+
+
+def _labelled(cm, pm, row) -> dict[str, int]:
+    """The probe's lights of one logged tic, by their read labels ('value:h[3]', ...)."""
+    labels = {tag: label for batch in cm.schedule.read_batches for tag, label in batch}
+    return {labels[tag]: v for tag, v in zip(pm.lights, row["L"]) if tag in labels}
+
+
+@needs_gzdoom
+def test_gzdoom_tictactoe_replies_equal_the_reference(tmp_path):
+    """A whole game in GZDoom, played through the map's own controls (the pad and MOVE
+    scripts, which copy O's board back into its inputs inside the map): after every MOVE,
+    every light of the machine equals the reference for the position, O's reply included."""
+    import random
+
+    from demos.tictactoe import SCRIPT_MOVE, SCRIPT_PAD, STRATEGIES, build, reference_reply
+    from demos.tictactoe_policy import full, winner
+
+    t = build()
+    cm, info = t.compiled, t.compiled.manifest
+    wad, probe = str(tmp_path / "ttt.wad"), str(tmp_path / "probe.wad")
+    write_wad(wad, [cm])
+    pm = gz.probe_map(cm.layout, 0, planes=False, on_ack=True)
+    gz.write_probe(probe, pm)
+    x, o, rng, positions = [0] * 9, [0] * 9, random.Random(3), []
+    parts = [f"wait {info['init_tics'] + 14}"]
+    while not winner(x, o) and not full(x, o):
+        cell = STRATEGIES["greedy"](x, o, rng)
+        x[cell] = 1
+        positions.append((list(x), list(o)))
+        reply = reference_reply(t.net, x, o)["move"] - 1
+        if reply >= 0:
+            o[reply] = 1
+        parts += [f"puke {SCRIPT_PAD + cell}", "wait 2", f"puke {SCRIPT_MOVE}",
+                  f"wait {info['inference_tics'] + 12}"]
+    # The console runs some tics ahead of the map's Timer(): time for the last reply.
+    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe,
+                                    "; ".join(parts + [f"wait {gz.TAIL}", "quit"])), pm)
+    assert len(positions) >= 3
+    low = cm.circuit.net
+    for seq, (px, po) in enumerate(positions, 1):
+        got = _labelled(cm, pm, tr.at(tr.ack_tic(seq)))
+        want = reference_labels(t.net, low, px + po)
+        assert got == {k: want[k] for k in got} and len(got) == len(want), f"move {seq}"
+    print(f"tic-tac-toe in GZDoom: {len(positions)} replies, every light equal to the reference")
+
+
+@needs_gzdoom
+def test_gzdoom_brainlevel_decisions_equal_the_reference(tmp_path):
+    """The brain level plays its own seeded episodes in GZDoom (nobody drives it); at every
+    decision the probe logs every light: the observation the glue wrote into the inputs,
+    and every node the dolls computed from it, each equal to the reference, the one-hot
+    decision included."""
+    from demos.brainlevel import policy
+    from demos.brainlevel.demo import build_wad
+
+    pol = policy.load()
+    wad, probe = str(tmp_path / "brain.wad"), str(tmp_path / "probe.wad")
+    cm = build_wad(wad, pol).compiled
+    pm = gz.probe_map(cm.layout, 0, planes=False, on_ack=True)
+    gz.write_probe(probe, pm)
+    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe, "wait 1200; quit", timeout=900), pm)
+    low = cm.circuit.net
+    inputs = [f"value:{low.nodes[i].name}" for i in low.inputs]
+    acks = sorted({row["A"][0] for row in tr.tics.values() if row["A"][0] > 0})
+    assert len(acks) >= 5 and acks == list(range(1, len(acks) + 1)), acks
+    wins = [f"value:win[{k}]" for k in range(5)]
+    for seq in acks:
+        got = _labelled(cm, pm, tr.at(tr.ack_tic(seq)))
+        x = [got[k] for k in inputs]
+        want = reference_labels(pol.net, low, x)
+        assert got == {k: want[k] for k in got}, f"decision {seq}"
+        assert sum(got[w] for w in wins) == 1
+        assert [got[w] for w in wins].index(1) == policy.decide(pol.net, x)
+    print(f"brain level in GZDoom: {len(acks)} decisions, every light equal to the reference")
 
 
 @needs_gzdoom

@@ -28,12 +28,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from demos.gallery import finish_hall
 from mapgen import physics as P
 from mapgen.circuit import lower
 from mapgen.compile import CompiledMap, compile_acs
 from mapgen.layout import conveyor_tag_for, emit_lane, inset_sector, place_lanes
 from mapgen.program import SCRIPT_INFER, manifest
+from mapgen.room import finish_hall
 from mapgen.udmf import MapModel, Sector, Thing
 
 from . import spec
