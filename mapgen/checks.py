@@ -296,32 +296,33 @@ def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
     return out
 
 
-def _light_problems(by_inf: dict[int, list], writer_lanes: set[int], whole) -> list[str]:
+def _light_problems(by_inf: dict[int, dict], n_writers: int, whole) -> list[str]:
     """One light's uses, by inference: reset before its writes, every writer's ride of
-    that inference before each read, and no overlap with another inference's uses."""
+    that inference before each read, and no overlap with another inference's uses.
+    `by_inf[inf]` holds the reset and read keys, and the writes as (first key, last key,
+    lanes): the rides of lanes that ride alike, counted once (see _check_light_use)."""
     bad = []
     spans = []
-    for inf, uses in sorted(by_inf.items()):
-        resets = [u[1] for u in uses if u[0] == "reset"]
-        writes = [u for u in uses if u[0] == "write"]
-        reads = [u[1] for u in uses if u[0] == "read"]
+    for inf, use in sorted(by_inf.items()):
+        resets, reads, writes = use["reset"], use["read"], use["write"]
         if writes:
-            first = min(w[1] for w in writes)
-            last = max(w[2] for w in writes)
+            first = min(w[0] for w in writes)
+            last = max(w[1] for w in writes)
             if resets and max(resets) >= first:
                 bad.append(f"reset at tic {max(resets)[0]} after a doll of the same inference "
                            f"started adding at tic {first[0]}")
             if reads and min(reads) <= last:
                 bad.append(f"read at tic {min(reads)[0]} while a doll may still add to it "
                            f"(until tic {last[0]})")
-        if inf in whole and reads and writer_lanes:
-            rode = {w[3] for w in writes if w[2] < min(reads)}
-            if writer_lanes - rode:
-                bad.append(f"inference {inf} reads it before {len(writer_lanes - rode)} of its "
-                           f"{len(writer_lanes)} writing lanes rode for it")
+        if inf in whole and reads and n_writers:
+            rode = sum(n for _, end, n in writes if end < min(reads))
+            if rode < n_writers:
+                bad.append(f"inference {inf} reads it before {n_writers - rode} of its "
+                           f"{n_writers} writing lanes rode for it")
             elif not resets:
                 bad.append(f"inference {inf} reads it without resetting it")
-        spans.append((min(u[1] for u in uses), max(u[2] for u in uses), inf))
+        keys = resets + reads + [k for w in writes for k in w[:2]]
+        spans.append((min(keys), max(keys), inf))
     spans.sort()
     for (a0, a1, i), (b0, b1, j) in zip(spans, spans[1:]):
         if b0 <= a1:
@@ -338,9 +339,10 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     pipe = sched.pipeline
     if pipe is None:
         return []
-    out = _check_period(layout, sched, pipe.period)
+    lanes_of = light_lanes(layout)
+    out = _check_period(layout, sched, pipe.period, lanes_of)
     if not out and pipe.batch_step != pipe.period:
-        out = _check_period(layout, sched, pipe.batch_step)
+        out = _check_period(layout, sched, pipe.batch_step, lanes_of)
     if any(e.tic > pipe.beat_tics for e in pipe.events):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
                               f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
@@ -352,13 +354,16 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _check_period(layout: Layout, sched: Schedule, period: int) -> list[Diagnostic]:
+def _check_period(layout: Layout, sched: Schedule, period: int,
+                  lanes_of: dict[int, list[int]] | None = None) -> list[Diagnostic]:
+    """check_pipeline at one interval; `lanes_of` (light_lanes) when the caller has it."""
     pipe = sched.pipeline
     depth = max((e.offset for e in pipe.events), default=0) + 1
     overlap = -(-pipe.beat_tics // period)  # beats that one beat's events reach into
     beats = depth + overlap + 2  # whole inferences, each with neighbours on both sides
     events = _unroll(pipe, beats, period)
-    return _check_lanes(layout, events) + _check_light_use(layout, sched, events, depth, beats)
+    return _check_lanes(layout, events) + _check_light_use(layout, sched, events, depth, beats,
+                                                           lanes_of)
 
 
 def fit_batch_period(layout: Layout, sched: Schedule) -> None:
@@ -373,47 +378,66 @@ def fit_batch_period(layout: Layout, sched: Schedule) -> None:
     copy = {e.what: e.tic for e in pipe.events if e.kind == "copy"}
     park = {e.what: e.tic for e in pipe.events if e.kind == "park"}
     low, high = max([1] + [park[i] - copy.get(i, park[i]) for i in park]), pipe.period
+    lanes_of = light_lanes(layout)
     while low < high:  # the shortest safe interval in [low, period]: safety is monotone
         mid = (low + high) // 2
-        if _check_period(layout, sched, mid):
+        if _check_period(layout, sched, mid, lanes_of):
             low = mid + 1
         else:
             high = mid
     pipe.batch_period = high
 
 
+def light_lanes(layout: Layout) -> dict[int, list[int]]:
+    """Light tag -> the lanes whose lines add to it or set it (group tags resolved)."""
+    lanes_of: dict[int, list[int]] = {}
+    for i, g in enumerate(layout.lanes):
+        for tag in lane_targets(layout, g):
+            lanes_of.setdefault(tag, []).append(i)
+    return lanes_of
+
+
 def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
-                     beats: int) -> list[Diagnostic]:
+                     beats: int, lanes_of: dict[int, list[int]] | None = None
+                     ) -> list[Diagnostic]:
+    """Every light's resets, writes and reads over the unrolled beats (_light_problems).
+    Lanes that ride alike (the same rides, tic for tic) write a light alike, so a light's
+    writes are counted per kind of ride instead of per lane: a dense layer's lights each
+    have hundreds of writing lanes, but their lanes ride in a few ways."""
+    from collections import Counter
+
     c = layout.circuit
     names = _names(layout)
-    targets = {i: lane_targets(layout, g) for i, g in enumerate(layout.lanes)}
-    lanes_of: dict[int, set[int]] = {}   # light -> the lanes that write it
-    for i, tags in targets.items():
-        for tag in tags:
-            lanes_of.setdefault(tag, set()).add(i)
-    # light -> inference -> [(kind, first key, last key, lane)]; a key is (tic, order), and a
-    # doll's ride covers whole tics (its order against ACS within a tic is not ours to know)
-    use: dict[int, dict[int, list]] = {}
+    lanes_of = light_lanes(layout) if lanes_of is None else lanes_of
+    # lane -> its kind of ride; a kind -> [(inference, first key, last key)]. A key is
+    # (tic, order); a doll's ride covers whole tics (its order against ACS within a tic is
+    # not ours to know).
+    kinds: dict[tuple, int] = {}
+    kind_of: dict[int, int] = {}
     for i, rs in _lane_rides(layout, events).items():
-        for rel, _, end, inf in rs:
-            for tag in targets[i]:
-                use.setdefault(tag, {}).setdefault(inf, []).append(
-                    ("write", (rel[0], -1), (end, 10**9), i))
+        sig = tuple((inf, (rel[0], -1), (end, 10**9)) for rel, _, end, inf in rs)
+        kind_of[i] = kinds.setdefault(sig, len(kinds))
+    rides_of = {k: sig for sig, k in kinds.items()}
+    use: dict[int, dict[int, dict]] = {}
+
+    def at(tag: int, inf: int) -> dict:
+        return use.setdefault(tag, {}).setdefault(inf, {"reset": [], "read": [], "write": []})
+
+    for tag, lanes in lanes_of.items():
+        for k, n in Counter(kind_of[i] for i in lanes if i in kind_of).items():
+            for inf, first, last in rides_of[k]:
+                at(tag, inf)["write"].append((first, last, n))
     for tic, order, kind, what, inf in events:
         if kind == "reset":
-            use.setdefault(what, {}).setdefault(inf, []).append(("reset", (tic, order),
-                                                                 (tic, order), None))
-        elif kind in ("copy", "read"):
-            tag = (layout.lanes[what].lane.source[1] if kind == "copy" else
-                   sched.output_slots[what][0])
-            if kind == "copy" and layout.lanes[what].lane.source[0] != "light":
-                continue
-            use.setdefault(tag, {}).setdefault(inf, []).append(("read", (tic, order),
-                                                                (tic, order), None))
+            at(what, inf)["reset"].append((tic, order))
+        elif kind == "read":
+            at(sched.output_slots[what][0], inf)["read"].append((tic, order))
+        elif kind == "copy" and layout.lanes[what].lane.source[0] == "light":
+            at(layout.lanes[what].lane.source[1], inf)["read"].append((tic, order))
     out = []
     for tag, by_inf in sorted(use.items()):
         light = c.light(tag)
-        bad = _light_problems(by_inf, lanes_of.get(tag, set()), range(0, beats - depth + 1))
+        bad = _light_problems(by_inf, len(lanes_of.get(tag, ())), range(0, beats - depth + 1))
         if bad:
             out.append(Diagnostic(c.net.nodes[light.node].pos,
                                   f"pipelined beat: the {light.role} light of "
