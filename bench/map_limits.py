@@ -11,8 +11,9 @@ Each row is a map made for that dimension alone (mapgen.udmf, our ACS compiler):
 
 - dolls: N voodoo dolls (extra player-1 starts), each on a pad of its own;
 - things: N map spots (things that are not players);
-- lines: N two-sided lines carrying a light special, 2 units apart inside one hall, as
-  the weighted lines of a landing are;
+- lines: N two-sided lines carrying a light special, 2 units apart, in rows of 1,000,
+  each row inside a sector of its own, as the weighted lines of landings are;
+- crowd: the same lines, all in one sector (the hall of lights borders every light tile);
 - sectors: N closed 32x32 sectors (4 lines each);
 - tags: one hall whose sector carries N extra tags (`moreids`), as a light does for
   every weight group it belongs to;
@@ -54,7 +55,8 @@ PROBE_TID = 5
 SIZES = {
     "dolls": [1000, 4000, 8000, 16000, 32000],
     "things": [10000, 50000, 200000],
-    "lines": [100_000, 400_000, 1_000_000],
+    "lines": [25_000, 50_000, 100_000, 200_000],
+    "crowd": [10_000, 32_763, 32_764],        # + 4 walls of its own: 32,767 and 32,768
     "sectors": [20_000, 65_536, 131_072, 262_144],
     "tags": [1000, 10_000, 65_536],
     "behavior": [1 << 20, 4 << 20, 16 << 20, 64 << 20],
@@ -64,7 +66,8 @@ SIZES = {
 }
 QUICK = {k: v[:2] for k, v in SIZES.items()}
 # GZDoom runs in real time and takes 10 to 20 s to start here: it gets the sizes up to these
-GZDOOM_SIZES = {"dolls": 16000, "things": 50000, "lines": 400_000, "sectors": 65_536,
+GZDOOM_SIZES = {"dolls": 16000, "things": 50000, "lines": 100_000, "crowd": 40_000,
+                "sectors": 65_536,
                 "tags": 65_536, "behavior": 16 << 20, "scripts": 16 << 20, "extent": 40_000}
 
 
@@ -114,16 +117,21 @@ def things_map(n: int) -> MapModel:
     return m
 
 
-def lines_map(n: int) -> MapModel:
-    """Rows of 1,000 lines, 2 apart, inside one hall (both sides the same sector)."""
+def lines_map(n: int, one_sector: bool = False) -> MapModel:
+    """Rows of 1,000 two-sided lines, 2 apart, both sides of each line the same sector:
+    each row in a sector of its own (as the landings of lanes are), or every row in one
+    hall (`one_sector`: as the tiles of the hall of lights all border the hall)."""
     m = base_map()
     rows = -(-n // 1000)
-    hall = m.rect_sector(0, 64, 2064, 64 + 64 * rows + 64, Sector(0, 128, 160))
-    for k in range(n):
-        r, c = divmod(k, 1000)
-        x, y = 32 + 2 * c, 96 + 64 * r
-        m.portal((x, y), (x, y + 40), hall, hall, tex="-", special=110, args=(1, 1),
-                 flags=("playercross", "repeatspecial"))
+    hall = m.rect_sector(0, 64, 2064, 64 + 64 * rows + 64, Sector(0, 128, 160)) \
+        if one_sector else None
+    for r in range(rows):
+        y = 64 + 64 * r
+        sec = hall if one_sector else m.rect_sector(0, y, 2064, y + 48, Sector(0, 128, 160))
+        for c in range(min(1000, n - 1000 * r)):
+            x = 32 + 2 * c
+            m.portal((x, y + 4), (x, y + 44), sec, sec, tex="-", special=110, args=(1, 1),
+                     flags=("playercross", "repeatspecial"))
     return m
 
 
@@ -274,6 +282,7 @@ def synthetic(dim: str, n: int, tmp: str) -> tuple[str, tuple, str]:
         write_map(wad, base_map(), behavior_of(), "// " + "x" * (n - 4) + "\n")
         return wad, (64, 0), f"SCRIPTS {n:,} bytes"
     makers = {"dolls": dolls_map, "things": things_map, "lines": lines_map,
+              "crowd": lambda n: lines_map(n, one_sector=True),
               "sectors": sectors_map, "tags": tags_map, "extent": extent_map}
     m = makers[dim](n)
     count, want = COUNTS.get(dim, ("0", lambda n: 0))

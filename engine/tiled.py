@@ -1,50 +1,94 @@
-"""Tiled runs: every sample through the maps of a tiled WAD (MAP01, MAP02, ...), in
-parallel engine processes. Python carries values between tiles by name only."""
+"""Tiled runs: samples streamed through the maps of a tiled WAD (MAP01, MAP02, ...) over
+engines that each keep their map loaded. Python carries values between tiles by name only.
+
+The tiles are cut into **stages** of consecutive maps, one per engine when there are as
+many engines as tiles (`plan_stages`); more engines replicate the costliest stages, fewer
+give an engine several maps, which it then changes between for every chunk. A chunk of
+samples goes through the stages in order, so while stage k works on chunk i, stage k+1
+works on chunk i-1: with T tiles on T engines a run takes about as long as its slowest
+tile alone, not T times it. An engine only ever works on one chunk of one stage at a time
+and keeps its map between chunks, so a map that held state from one step to the next
+could be fed step by step in the same way (chunks of one sequence in order).
+
+`Stream` is the scheduler, the same for local processes (`LocalEngines`, here) and Ray
+actors (engine/cluster.py): a chunk whose engine fails (killed, crashed, its machine gone)
+goes back to its stage's queue and is run again from its stage's inputs on another engine,
+and the failed engine is replaced; a chunk's result for a stage is taken once, so nothing is
+lost or counted twice, and a chunk that fails `retries` times ends the run with a message
+naming it. Every sample comes back exactly once, in input order, or the run fails.
+"""
 from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
 
 from dsl.ir import Netlist
 
-from engine.doom import Engine
+from engine.doom import Engine, EngineError
 from engine.runner import MapRunner
 
-_WORKER: dict = {}
+RETRIES = 2          # runs of one chunk on one stage after its first, before the run fails
+START_FAILURES = 4   # engines in a row that fail to start before the run fails
+STALL_SECONDS = 300  # with no engine running and none starting: the run fails
+# An engine still starting after this long (a Ray actor with no CPU left for it, say) no
+# longer keeps its stage waiting: other engines take the stage's chunks.
+START_GRACE = 60.0
 
 
-def _tile_worker_init(wad: str, infos: list[dict], tile_io: list[tuple[list, list]],
-                      pipeline: bool = True) -> None:
-    import signal
-    import sys
-    from multiprocessing.util import Finalize
-
-    # Ctrl-C reaches every process of the terminal's group: the parent alone decides and
-    # terminates the pool (SIGTERM), which here becomes a normal exit that runs the
-    # finalizer below, so the engine and its directory go too.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    engine = Engine(wad, "MAP01")
-    _WORKER.update(wad=wad, infos=infos, io=tile_io, engine=engine, pipeline=pipeline,
-                   runners={})
-    # Close the engine when the worker exits, or its process outlives us.
-    Finalize(engine, engine.close, exitpriority=10)
+def map_name(k: int) -> str:
+    return f"MAP{k + 1:02d}"
 
 
-def _tile_worker_run(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
-    w = _WORKER
-    return run_chunk(w["engine"], w["wad"], w["infos"], w["io"], chunk, w["pipeline"],
-                     w["runners"])
+def tile_cost(info: dict) -> float:
+    """Engine tics one inference costs a tile's map: batched beats when it has them."""
+    pipe = info.get("pipeline")
+    if pipe and pipe.get("batch", 1) > 1:
+        return float(pipe.get("batch_period", pipe["beat_tics"] + 1))
+    return float(info["inference_tics"] + 1)
+
+
+def plan_stages(costs: list[float], engines: int) -> tuple[list[list[int]], list[int]]:
+    """(stages as lists of tile indices, engines per stage). With engines >= tiles every
+    tile is a stage and the spare engines go, one at a time, to the stage whose cost per
+    engine is highest; with fewer engines, consecutive tiles are grouped so that the
+    costliest group is as cheap as it can be."""
+    n = len(costs)
+    if engines >= n:
+        stages, per = [[k] for k in range(n)], [1] * n
+        for _ in range(engines - n):
+            k = max(range(n), key=lambda j: (costs[j] / per[j], -j))
+            per[k] += 1
+        return stages, per
+    # Fewest-bottleneck split into `engines` runs of consecutive tiles (n is small).
+    best: dict[tuple[int, int], tuple[float, list[int]]] = {}
+
+    def split(i: int, g: int) -> tuple[float, list[int]]:
+        if (i, g) in best:
+            return best[(i, g)]
+        if g == 1:
+            out = (sum(costs[i:]), [n])
+        else:
+            out = min(((max(sum(costs[i:j]), split(j, g - 1)[0]), [j] + split(j, g - 1)[1])
+                       for j in range(i + 1, n - g + 2)), key=lambda t: t[0])
+        best[(i, g)] = out
+        return out
+
+    cuts = [0] + split(0, engines)[1]
+    return [list(range(a, b)) for a, b in zip(cuts, cuts[1:])], [1] * engines
 
 
 def run_chunk(engine: Engine, wad: str, infos: list[dict], io, chunk: list[tuple[int, dict]],
-              pipeline: bool = True, runners: dict | None = None
+              pipeline: bool = True, runners: dict | None = None, maps: list[int] | None = None
               ) -> list[tuple[int, dict, int]]:
-    """Samples through every tile in order, in one engine (pipelined when the maps allow).
-    Returns each sample's values by name and the engine tics spent on it (a pipelined
-    run's tics shared out evenly). Also what engine/cluster.py's Ray actors run.
-    `runners`: the caller's runner of the map its engine is on, kept from chunk to chunk
-    ({} with an engine just started); without it each tile's map is loaded again."""
+    """Samples through the tiles `maps` (default: all) in order, in one engine (pipelined
+    when the maps allow). Returns each sample's values by name and the engine tics spent
+    on it (a pipelined run's tics shared out evenly). `runners`: the caller's runner of
+    the map its engine is on, kept from chunk to chunk ({} with an engine just started);
+    without it each tile's map is loaded again."""
     tics = 0
-    for k, info in enumerate(infos):
-        runner = _runner_on(engine, wad, info, f"MAP{k + 1:02d}", runners)
+    for k in range(len(infos)) if maps is None else maps:
+        runner = _runner_on(engine, wad, infos[k], map_name(k), runners)
         ins, outs = io[k]
         before = runner.tics
         got = runner.infer_many([[values[n] for n in ins] for _, values in chunk], pipeline)
@@ -74,34 +118,284 @@ def _runner_on(engine: Engine, wad: str, info: dict, name: str, runners: dict | 
     return runners[name]
 
 
-def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
-              chunk: int = 20, progress=None, pipeline: bool = True
-              ) -> tuple[list[list[int]], int]:
-    """Every sample of X through the tiles of `wad` (MAP01..), in `workers` engine processes.
-    Returns the outputs in order and the total engine tics. `progress(n)` is called as
-    samples finish. Python only looks values up by name between tiles."""
-    import multiprocessing as mp
+# ------------------------------------------------------------------------------ scheduling
+@dataclass
+class Worker:
+    """One engine of a run, as the scheduler sees it."""
+    id: int
+    stage: int
+    handle: object = None       # the backend's (a process, a Ray actor)
+    state: str = "starting"     # starting, idle, busy, dead
+    task: tuple | None = None   # (chunk, stage) it works on
+    pid: int | None = None      # its process (a local worker's, or a Ray actor's)
+    node: str | None = None     # where it runs: "local", or a Ray node's id
+    started: float = field(default_factory=time.monotonic)
 
+
+class Stream:
+    """Chunks through stages on a backend's engines (module docstring). The backend:
+    `start(worker, first_map)`, `submit(worker, task, chunk, maps)`, `events(timeout)` ->
+    [(worker, kind, payload, task)] with kind "ready" (payload: (pid, node), task None),
+    "done" (the task's results) or "failed" (a message); `stop(worker)`, `close()`. A task
+    is (chunk, stage)."""
+
+    def __init__(self, backend, stages: list[list[int]], per_stage: list[int], chunks,
+                 retries: int = RETRIES, progress=None, watch=None):
+        self.backend, self.stages, self.chunks = backend, stages, chunks
+        self.retries, self.progress, self.watch = retries, progress, watch
+        self.queues = [deque() for _ in stages]
+        self.queues[0].extend(range(len(chunks)))
+        self.values = {c: [(i, dict(v)) for i, v in ch] for c, ch in enumerate(chunks)}
+        self.done: set[tuple[int, int]] = set()
+        self.tics: dict[int, int] = {}   # sample -> engine tics over the stages done
+        self.finished: dict[int, list] = {}
+        self.failures: dict[tuple[int, int], int] = {}
+        self.start_failures = 0
+        self.workers = [Worker(k, s) for k, s in enumerate(
+            s for s, n in enumerate(per_stage) for _ in range(n))]
+
+    def run(self) -> dict[int, list]:
+        try:
+            for w in self.workers:
+                self.backend.start(w, self.stages[w.stage][0])
+            last = time.monotonic()
+            while len(self.finished) < len(self.chunks):
+                self._dispatch()
+                events = self.backend.events(timeout=5.0)
+                for w, kind, payload, task in events:
+                    getattr(self, "_" + kind)(w, payload, task)
+                if events:
+                    last = time.monotonic()
+                elif time.monotonic() - last > STALL_SECONDS and not any(
+                        w.state in ("idle", "busy") for w in self.workers):
+                    raise EngineError(f"no engine has been running for {STALL_SECONDS} s "
+                                      "(every engine failed, and none could be started "
+                                      "again)")
+            return self.finished
+        finally:
+            self.backend.close()
+
+    def _live(self, stage: int) -> bool:
+        """Whether the stage has an engine that runs, or one about to."""
+        now = time.monotonic()
+        return any(w.stage == stage and (w.state in ("idle", "busy") or w.state == "starting"
+                                         and now - w.started < START_GRACE)
+                   for w in self.workers)
+
+    def _dispatch(self) -> None:
+        """Idle engines take their own stage's oldest ready chunk; a stage left with no
+        live engine (its engines died and none could be started again) is served by any
+        idle engine, which changes maps for it."""
+        for w in self.workers:
+            if w.state != "idle":
+                continue
+            order = [w.stage] + [s for s in range(len(self.stages))
+                                 if s != w.stage and not self._live(s)]
+            for s in order:
+                if self.queues[s]:
+                    c = self.queues[s].popleft()
+                    w.state, w.task = "busy", (c, s)
+                    self.backend.submit(w, (c, s), self.values[c], self.stages[s])
+                    if self.watch:
+                        self.watch("submit", w, (c, s))
+                    break
+
+    def _ready(self, w: Worker, where: tuple, _task=None) -> None:
+        w.state, (w.pid, w.node) = "idle", where
+        self.start_failures = 0
+        if self.watch:
+            self.watch("ready", w, None)
+
+    def _done(self, w: Worker, results, task: tuple) -> None:
+        if w.task == task:
+            w.state, w.task = "idle", None
+        c, s = task
+        if task in self.done:  # a second result for a chunk and stage is never taken
+            return
+        self.done.add((c, s))
+        self.values[c] = [(idx, values) for idx, values, _ in results]
+        for idx, _, t in results:
+            self.tics[idx] = self.tics.get(idx, 0) + t
+        if s + 1 < len(self.stages):
+            self.queues[s + 1].append(c)
+        else:
+            self.finished[c] = [(idx, values, self.tics[idx]) for idx, values, _ in results]
+            if self.progress:
+                self.progress(len(results))
+        if self.watch:
+            self.watch("done", w, task)
+
+    def _failed(self, w: Worker, message: str, _task=None) -> None:
+        """An engine failed: its chunk goes back to the front of its stage's queue (from
+        the stage's inputs, which the driver still holds) and the engine is replaced."""
+        if w.state == "dead":   # already replaced (a second report of the same failure)
+            return
+        task, was = w.task, w.state
+        w.state, w.task = "dead", None
+        self.backend.stop(w)
+        if self.watch:
+            self.watch("failed", w, task)
+        if task is not None:
+            c, s = task
+            n = self.failures[task] = self.failures.get(task, 0) + 1
+            if n > self.retries:
+                a, b = self.chunks[c][0][0], self.chunks[c][-1][0]
+                raise EngineError(f"samples {a}..{b} failed {n} times on tile(s) "
+                                  f"{', '.join(map_name(k) for k in self.stages[s])}: "
+                                  f"{message}")
+            self.queues[s].appendleft(c)
+        if was == "starting":
+            self.start_failures += 1
+            if self.start_failures >= START_FAILURES:
+                raise EngineError(f"{START_FAILURES} engines in a row failed to start: {message}")
+        fresh = Worker(len(self.workers), w.stage)
+        self.workers.append(fresh)
+        self.backend.start(fresh, self.stages[w.stage][0])
+
+
+def chunked(net: Netlist, X, chunk: int) -> list[list[tuple[int, dict]]]:
     names_in = [net.nodes[i].name for i in net.inputs]
-    names_out = [net.nodes[o].name for o in net.outputs]
-    io = [(t.inputs, t.outputs) for t in tiles]
     work = [(i, dict(zip(names_in, map(int, x)))) for i, x in enumerate(X)]
-    chunks = [work[i:i + chunk] for i in range(0, len(work), chunk)]
+    return [work[i:i + chunk] for i in range(0, len(work), chunk)]
+
+
+def collect(finished: dict[int, list], net: Netlist, n: int) -> tuple[list[list[int]], int]:
+    """Outputs in input order and the total tics; every sample exactly once, or an error."""
+    names_out = [net.nodes[o].name for o in net.outputs]
     results: dict[int, list[int]] = {}
-    total_tics = 0
-    ctx = mp.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_tile_worker_init, initargs=(wad, infos, io, pipeline))
+    tics = 0
+    for done in finished.values():
+        for idx, values, t in done:
+            if idx in results:
+                raise EngineError(f"sample {idx} came back twice")
+            results[idx] = [values[name] for name in names_out]
+            tics += t
+    missing = [i for i in range(n) if i not in results]
+    if missing:
+        raise EngineError(f"{len(missing)} samples never came back (the first: {missing[0]})")
+    return [results[i] for i in range(n)], tics
+
+
+def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
+              chunk: int = 20, progress=None, pipeline: bool = True, watch=None,
+              costs: list[float] | None = None) -> tuple[list[list[int]], int]:
+    """Every sample of X through the tiles of `wad` (MAP01..), streamed over `workers`
+    engine processes (module docstring). Returns the outputs in order and the total engine
+    tics. `progress(n)` is called as samples finish; `watch(event, worker, task)` as
+    engines start ("ready"), are given a task ("submit"), finish it ("done") or fail
+    ("failed"); a task is (chunk, stage). Python only looks values up by name between tiles."""
+    io = [(t.inputs, t.outputs) for t in tiles]
+    stages, per = plan_stages(costs or [tile_cost(i) for i in infos], workers)
+    backend = LocalEngines(wad, infos, io, pipeline)
+    finished = Stream(backend, stages, per, chunked(net, X, chunk), progress=progress,
+                      watch=watch).run()
+    return collect(finished, net, len(X))
+
+
+# ------------------------------------------------------------------------------ local engines
+class LocalEngines:
+    """Stream's backend of engine processes on this machine: one process per worker, each
+    with its own Engine, talking over a pipe."""
+
+    def __init__(self, wad: str, infos: list[dict], io, pipeline: bool):
+        import multiprocessing as mp
+
+        self.ctx = mp.get_context("spawn")
+        self.args = (wad, infos, io, pipeline)
+        self.procs: dict[int, tuple] = {}   # worker id -> (worker, process, connection)
+        self.tasks: dict[int, tuple] = {}   # worker id -> the task it was given last
+
+    def start(self, w: Worker, first_map: int) -> None:
+        parent, child = self.ctx.Pipe()
+        p = self.ctx.Process(target=_stage_main, args=(child, *self.args, first_map),
+                             daemon=True)
+        p.start()
+        child.close()
+        self.procs[w.id] = (w, p, parent)
+
+    def submit(self, w: Worker, task: tuple, chunk, maps: list[int]) -> None:
+        self.tasks[w.id] = task
+        try:
+            self.procs[w.id][2].send((chunk, maps))
+        except OSError:
+            pass  # it died: its sentinel says so in events()
+
+    def events(self, timeout: float) -> list[tuple]:
+        from multiprocessing.connection import wait
+
+        by_conn = {conn: w for w, _, conn in self.procs.values()}
+        by_sentinel = {p.sentinel: w for w, p, _ in self.procs.values()}
+        out = []
+        for r in wait(list(by_conn) + list(by_sentinel), timeout):
+            if r in by_conn:
+                w = by_conn[r]
+                try:
+                    kind, payload = r.recv()
+                except (EOFError, OSError):
+                    continue  # the sentinel reports it
+                out.append((w, kind, payload, None if kind == "ready" else self.tasks[w.id]))
+            else:
+                w = by_sentinel[r]
+                if w.id in self.procs and not any(e[0] is w for e in out):
+                    code = self.procs[w.id][1].exitcode
+                    out.append((w, "failed", f"its engine process exited ({code})",
+                                self.tasks.get(w.id)))
+        return out
+
+    def stop(self, w: Worker) -> None:
+        entry = self.procs.pop(w.id, None)
+        if entry:
+            _, p, conn = entry
+            p.terminate()   # SIGTERM: the worker closes its engine on the way out
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+            conn.close()
+
+    def close(self) -> None:
+        for w, p, conn in list(self.procs.values()):
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for w, p, conn in list(self.procs.values()):
+            p.join(10)
+            self.stop(w)
+
+
+def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> None:
+    """A local worker: an engine on its stage's first map, then chunks until told to stop.
+    It reports "ready" once its engine runs, a chunk's results as "done", and an error as
+    "failed" (and then exits: the driver starts a fresh engine)."""
+    import os
+    import signal
+    import sys
+
+    # Ctrl-C reaches every process of the terminal's group: the parent decides and ends
+    # its workers (SIGTERM), which here becomes a normal exit that closes the engine.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    engine = None
     try:
-        for done in pool.imap_unordered(_tile_worker_run, chunks):
-            for idx, values, tics in done:
-                results[idx] = [values[n] for n in names_out]
-                total_tics += tics
-            if progress:
-                progress(len(done))
-        pool.close()   # workers exit normally and close their engines
-    except BaseException:
-        pool.terminate()
-        raise
+        engine = Engine(wad, map_name(first_map))
+        conn.send(("ready", (os.getpid(), "local")))
+        runners: dict = {}
+        while True:
+            msg = conn.recv()
+            if msg is None:
+                break
+            chunk, maps = msg
+            try:
+                conn.send(("done", run_chunk(engine, wad, infos, io, chunk, pipeline, runners,
+                                             maps)))
+            except EngineError as e:
+                conn.send(("failed", str(e)))
+                break
+    except EngineError as e:
+        conn.send(("failed", str(e)))
+    except (EOFError, OSError):
+        pass
     finally:
-        pool.join()
-    return [results[i] for i in range(len(X))], total_tics
+        if engine is not None:
+            engine.close()

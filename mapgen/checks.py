@@ -30,9 +30,10 @@ from . import physics as P
 from .layout import Layout
 from .program import Pipeline, Schedule, lane_targets, run_tics
 
-MAX_DOLLS = 4000
-MAX_SECTORS = 65535
-MAX_LINES = 400_000
+# What one map may hold (measured: bench/map_limits.py, docs/physics.md).
+MAX_DOLLS = P.MAX_DOLLS
+MAX_SECTORS = P.MAX_SECTORS
+MAX_LINES = P.MAX_LINES
 MAX_TAG = 65535
 
 
@@ -225,7 +226,57 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))
+    out += check_crowded_sectors(layout) + check_script_starts(layout)
     return _no_tiling_hint(layout, out)
+
+
+def check_crowded_sectors(layout: Layout) -> list[Diagnostic]:
+    """No sector bordered by more lines than the engine loads (P.MAX_SECTOR_LINES): the
+    hall of lights borders every light tile."""
+    m = layout.model
+    count: dict[int, int] = {}
+    for line in m.lines:
+        sides = {m.sides[line.front].sector} | ({m.sides[line.back].sector}
+                                                 if line.back >= 0 else set())
+        for sec in sides:
+            count[sec] = count.get(sec, 0) + 1
+    crowded = [(n, sec) for sec, n in count.items() if n > P.MAX_SECTOR_LINES]
+    if not crowded:
+        return []
+    n, sec = max(crowded)
+    what = m.sectors[sec].comment or f"sector {sec}"
+    return [Diagnostic(Pos(layout.circuit.net.source),
+                       f"{n:,} lines border one sector ({what}); the engine loads at most "
+                       f"{P.MAX_SECTOR_LINES:,}", "split the network over several maps "
+                       f"(tiles): the hall of lights holds at most {P.MAX_HALL_LIGHTS:,} "
+                       "lights")]
+
+
+def check_script_starts(layout: Layout) -> list[Diagnostic]:
+    """One step starts every input script (and a sequence's membrane reset) with its
+    inference or beat script in one tic; the engine takes P.MAX_SCRIPT_STARTS."""
+    net = layout.circuit.net
+    groups = -(-len(net.inputs) // P.PUKE_ARGS)
+    starts = groups + 1 + (net.steps > 1)
+    if starts <= P.MAX_SCRIPT_STARTS:
+        return []
+    return [Diagnostic(Pos(net.source), f"{len(net.inputs):,} inputs take {groups:,} input "
+                                        f"scripts in one tic; the engine starts at most "
+                                        f"{P.MAX_SCRIPT_STARTS} scripts a tic (at most "
+                                        f"{P.MAX_MAP_INPUTS:,} inputs a map)",
+                       "split the network over several maps (tiles), each taking part of "
+                       "the inputs")]
+
+
+def check_acs_size(source: str, net) -> None:
+    """The generated ACS must fit the ACS compiler (P.MAX_ACS_CHARS): said before it is
+    compiled, about the network, not about a file the user never wrote."""
+    if len(source) > P.MAX_ACS_CHARS:
+        raise CompileError([Diagnostic(
+            Pos(net.source), f"the map's ACS would be {len(source):,} characters; the ACS "
+                             f"compiler takes at most {P.MAX_ACS_CHARS:,}",
+            "split the network over several maps (--tiles auto)" if net.steps == 1 else
+            "a spiking netlist (steps > 1) runs in one map: use fewer or narrower neurons")])
 
 
 BEAT_ORDER = 1000  # orders of one beat's events lie below this (program.ORDER, slots of 10)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from dsl.ir import Netlist
 
-from .checks import run_all
+from .checks import check_acs_size, run_all
 from .circuit import Circuit, lower
 from .layout import Layout, build_layout
 from .program import Schedule, acs_source, bus_violations, manifest, plan
@@ -49,6 +49,7 @@ def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "
     run_all(layout, sched)
     textmap = layout.model.textmap()
     source = acs_source(layout, sched, title)
+    check_acs_size(source, net)
     bad = bus_violations(source)
     if bad:  # the rule of the machine: ACS moves values, it never computes on them
         raise AssertionError(f"generated ACS line {bad[0][0]} is not a bus operation: {bad[0][1]}")

@@ -1,28 +1,42 @@
 """Tiling: a network too big for one map is split over several maps (tiles).
 
-Owns the partition and the sub-netlists. A tile computes a set of nodes; every value it
-needs from outside (original inputs, or nodes computed by an earlier tile) becomes one of
-its inputs, with the source's proven value range; the values it hands on are its outputs.
-Python only carries values from one tile's outputs to the next tile's inputs: no
-arithmetic happens between maps.
+Owns the partition, the sub-netlists and what one tile may cost. A tile computes a set of
+nodes; every value it needs from outside (original inputs, or nodes computed by an earlier
+tile) becomes one of its inputs, with the source's proven value range; the values it hands
+on are its outputs. Python only carries values from one tile's outputs to the next tile's
+inputs: no arithmetic happens between maps.
 
-Nodes are assigned level by level (dependency depth), so every tile only needs tiles before
-it. A level too costly for one map is split into chunks; `n_tiles` forces a split.
+Only lane nodes (inputs and gated neurons) and the network's outputs are placed. An
+identity neuron has no lane of its own, only a light and its consumers' lines, so it is
+never handed between maps: a tile that needs one builds it again from its sources (as
+the map compiler folds it into its consumers anyway), and its sources become the tile's
+inputs. Nodes are placed in order of their lane depth, so every tile only needs tiles
+before it; a tile is closed when the next node would break one of its budgets
+(`MapBudget`, from the limits measured in bench/map_limits.py: docs/physics.md).
+`n_tiles` forces a split into exactly that many tiles instead.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
 from dsl.ir import Identity, Input, Netlist, Node, Product
 from dsl.ranges import analyse
-from dsl.reference import levels
 
 from . import physics as P
 
-# Budgets for one map: beyond these the engine slows down more than splitting costs.
-MAX_DOLLS = 700
-MAX_LINES = 120_000
+
+@dataclass(frozen=True)
+class MapBudget:
+    """What the planner lets one tile's map hold (docs/physics.md, "Limits of one map").
+    ACS characters are an upper bound computed from the map's counts (`acs_bound`)."""
+    dolls: int = P.TILE_DOLLS
+    inputs: int = P.MAX_MAP_INPUTS
+    acs_chars: int = P.TILE_ACS_CHARS
+    lines: int = P.MAX_LINES
+    sectors: int = P.MAX_SECTORS
+    hall_lights: int = P.MAX_HALL_LIGHTS
 
 
 @dataclass
@@ -31,29 +45,157 @@ class Tile:
     net: Netlist             # the tile as a netlist of its own
     inputs: list[str]        # names of the values it takes (in its input order)
     outputs: list[str]       # names of the values it hands on (in its output order)
-    computes: list[str]      # names of the nodes it computes
+    computes: list[str]      # names of the nodes it places (identities it rebuilds aside)
 
 
-def _cost(net: Netlist, nid: int, fanout: dict[int, int]) -> tuple[int, int]:
-    """(dolls, weighted lines) a node's lane costs: an estimate from its door count."""
-    n = net.nodes[nid]
-    if isinstance(n.gate, Identity):
-        return 0, 0
-    fan = fanout.get(nid, 0) + 1
-    r = net.acc_range[nid] if not n.is_input else net.value_range[nid]
-    g = n.gate
-    if n.is_input:
-        doors = r.hi - r.lo
-    elif hasattr(g, "L") and getattr(g, "L", None) is not None:
-        doors = g.L
-    else:
-        doors = min(r.hi - r.lo, P.MAX_DOORS)
-    return 1, doors * fan
+@dataclass
+class Cost:
+    """One tile's map, counted before it is built (upper bounds where not exact)."""
+    dolls: int = 0
+    inputs: int = 0
+    lights: int = 0
+    lanes_doors: int = 0      # doors over every lane
+    lines: int = 0
+    sectors: int = 0
+
+    def acs(self, name_len: int, outputs: int) -> int:
+        return acs_bound(self.dolls, self.lights, self.inputs, outputs, name_len)
+
+    def over(self, b: MapBudget, name_len: int, outputs: int) -> str | None:
+        """What breaks the budget, or None."""
+        checks = [("dolls", self.dolls, b.dolls), ("inputs", self.inputs, b.inputs),
+                  ("ACS characters (bound)", self.acs(name_len, outputs), b.acs_chars),
+                  ("linedefs (bound)", self.lines, b.lines),
+                  ("sectors (bound)", self.sectors, b.sectors),
+                  ("lights in the hall", self.lights, b.hall_lights)]
+        for what, n, most in checks:
+            if n > most:
+                return f"{n:,} {what}, more than the {most:,} one map takes"
+        return None
 
 
-def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DOLLS,
-               max_lines: int = MAX_LINES) -> list[Tile]:
-    """Split `net` into tiles in dependency order (one tile when it fits)."""
+def acs_bound(lanes: int, lights: int, inputs: int, outputs: int, name_len: int) -> int:
+    """About the characters of a map's generated ACS (mapgen/program.py), from its counts,
+    on the high side (tests/test_map_limits.py checks it against compiled maps): the OPEN
+    script parks every doll; the simple and the pipelined schedule each reset every light
+    and copy, release and park every doll; a read script reads every light; the input and
+    queue scripts store every input; the batch script repeats the beat's events in plain
+    statements for its beats. Per statement: P.ACS_LINE_CHARS with its comment, besides the
+    node's name, P.ACS_PLAIN_CHARS without."""
+    from .program import MAX_BATCH, MAX_BATCH_STATEMENTS, READ_SLOTS
+
+    w = P.ACS_LINE_CHARS + name_len
+    groups = -(-inputs // P.PUKE_ARGS)
+    per_beat = 3 * lanes + lights + outputs
+    k = min(MAX_BATCH, READ_SLOTS // max(1, outputs), MAX_BATCH_STATEMENTS // (per_beat + inputs + 4),
+            (P.MAX_SCRIPT_STARTS - 1) // max(1, groups))
+    batch = k * (per_beat + 2 * lanes // 3) * P.ACS_PLAIN_CHARS if k > 1 else 0
+    queue = k * (inputs + 3 * groups) * P.ACS_PLAIN_CHARS if k > 1 else 0
+    return (6000 + 9 * lanes * w + 3 * lights * w + 2 * inputs * w + 2 * outputs * w
+            + batch + queue)
+
+
+class _Net:
+    """The planner's view of a netlist: each placeable node's lane sources (through
+    identities), lane depth and costs."""
+
+    def __init__(self, net: Netlist, door_budget: int | None):
+        from .circuit import staircase
+
+        self.net, self.budget = net, door_budget
+        nodes = net.nodes
+        # node -> the lane nodes (inputs, gated) its accumulator reads, through identities
+        self.lanes_of: dict[int, frozenset[int]] = {}
+        self.idents_of: dict[int, frozenset[int]] = {}  # identities on the way
+        self.depth: dict[int, int] = {}
+        for n in nodes:
+            if n.is_input:
+                self.depth[n.id] = 0
+                continue
+            lanes, idents = set(), set()
+            for s in n.weights:
+                if isinstance(nodes[s].gate, Identity):
+                    lanes |= self.lanes_of[s]
+                    idents |= self.idents_of[s] | {s}
+                else:
+                    lanes.add(s)
+            self.lanes_of[n.id], self.idents_of[n.id] = frozenset(lanes), frozenset(idents)
+            self.depth[n.id] = 1 + max((self.depth[s] for s in lanes), default=0)
+        outputs = set(net.outputs)
+        self.placed = [n.id for n in nodes if not n.is_input and
+                       (not isinstance(n.gate, Identity) or n.id in outputs)]
+        self.placed.sort(key=lambda i: (self.depth[i], i))
+        self.doors = {n.id: len(staircase(n.gate, *net.acc_range[n.id])[1]) for n in nodes
+                      if not isinstance(n.gate, Identity) and not n.is_input}
+        fan: dict[int, int] = {}
+        for i in self.lanes_of:
+            for s in self.lanes_of[i]:
+                fan[s] = fan.get(s, 0) + 1
+        self.fan = fan
+        self.name_len = max((len(n.name) for n in nodes), default=1)
+
+    def sublanes(self, doors: int) -> int:
+        return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
+
+    def lane(self, doors: int, fan: int) -> tuple[int, int, int]:
+        """(dolls, linedefs, sectors) bounds of a lane of `doors` doors feeding `fan` lights:
+        each door a sector, its landing and up to 2 ramp stairs' worth of sectors, one line
+        per consumer and the value light, 8 walls and portals per sector."""
+        sectors = 4 + 4 * doors
+        return self.sublanes(doors), 8 * sectors + doors * (fan + 1), sectors
+
+    def in_doors(self, s: int) -> int:
+        r = self.net.value_range[s]
+        return r.hi - r.lo
+
+
+class _Packer:
+    """The tile being filled: its nodes, the values it needs from before, its cost.
+    Nodes arrive in lane-depth order, so a node is never a lane source of one before it."""
+
+    def __init__(self, pn: _Net):
+        self.pn, self.mine, self.mine_set = pn, [], set()
+        self.need: set[int] = set()
+        self.idents: set[int] = set()
+        self.cost = Cost()
+
+    def with_node(self, i: int) -> Cost:
+        """The tile's cost with node i added."""
+        pn = self.pn
+        new = Cost(**vars(self.cost))
+        if i in pn.doors:
+            self._lane(new, pn.doors[i], pn.fan.get(i, 0))
+            new.lights += 2   # its accumulator and its value
+        else:
+            new.lights += 1   # an identity output: its accumulator is its value
+        for s in pn.lanes_of.get(i, ()):
+            if s not in self.mine_set and s not in self.need:
+                new.inputs += 1
+                self._lane(new, pn.in_doors(s), pn.fan.get(s, 0))
+                new.lights += 1
+        new.lights += sum(1 for j in pn.idents_of.get(i, ())
+                          if j not in self.idents and j not in self.mine_set)
+        return new
+
+    def _lane(self, cost: Cost, doors: int, fan: int) -> None:
+        dolls, lines, sectors = self.pn.lane(doors, fan)
+        cost.dolls += dolls
+        cost.lines += lines
+        cost.sectors += sectors
+        cost.lanes_doors += doors
+
+    def add(self, i: int, cost: Cost) -> None:
+        self.mine.append(i)
+        self.mine_set.add(i)
+        self.need |= {s for s in self.pn.lanes_of.get(i, ()) if s not in self.mine_set}
+        self.idents |= self.pn.idents_of.get(i, frozenset())
+        self.cost = cost
+
+
+def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None = None,
+               door_budget: int | None = None, budget: MapBudget | None = None) -> list[Tile]:
+    """Split `net` into tiles in dependency order (one tile when it fits). `door_budget`
+    is the compiler's (staircases split into sub-lanes of that many doors: more dolls)."""
     if net.steps != 1:
         raise VoodooError(f"{net.source}: only one-step netlists can be tiled\n    hint: "
                           "tiles hand values from map to map, but spiking membranes persist "
@@ -61,63 +203,75 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DO
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
-    lv = [ids for ids in levels(net) if not net.nodes[ids[0]].is_input]
-    fanout: dict[int, int] = {}
-    for n in net.nodes:  # counted once: per node it would be quadratic in network size
-        for s in n.weights:
-            fanout[s] = fanout.get(s, 0) + 1
-    cost = {n.id: _cost(net, n.id, fanout) for n in net.nodes}
-
-    def tile_cost(ids: list[int]) -> tuple[int, int]:
-        need = set()
-        for i in ids:
-            need.update(s for s in net.nodes[i].sources() if s not in ids)
-        d = sum(cost[i][0] for i in ids) + sum(cost[s][0] or 1 for s in need)
-        lines = sum(cost[i][1] for i in ids) + sum(cost[s][1] for s in need)
-        return d, lines
-
+    budget = budget or MapBudget()
+    if max_dolls is not None:
+        budget = MapBudget(**{**vars(budget), "dolls": max_dolls})
+    pn = _Net(net, door_budget)
+    _every_node_fits(pn, budget)
     if n_tiles is None:
-        groups: list[list[int]] = []
-        for ids in lv:
-            chunk: list[int] = []
-            for i in ids:
-                d, lines = tile_cost(chunk + [i])
-                if chunk and (d > max_dolls or lines > max_lines):
-                    groups.append(chunk)
-                    chunk = []
-                chunk.append(i)
-            groups.append(chunk)
-        # Whole consecutive levels that fit together share a map.
-        merged: list[list[int]] = []
-        for g in groups:
-            if merged:
-                d, lines = tile_cost(merged[-1] + g)
-                if d <= max_dolls and lines <= max_lines and _whole_levels(merged[-1] + g, lv):
-                    merged[-1] = merged[-1] + g
-                    continue
-            merged.append(g)
-        groups = merged
+        groups = _greedy(pn, budget)
     else:
         if n_tiles < 1:
             raise VoodooError("--tiles must be at least 1")
-        groups = _forced_split(lv, cost, n_tiles, net)
-    return [_make_tile(net, k, ids, groups) for k, ids in enumerate(groups)]
+        groups = _forced_split(pn, n_tiles, net)
+    tiles = [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
+    if n_tiles is not None:
+        _forced_tiles_fit(pn, tiles, groups, budget)
+    return tiles
 
 
-def _whole_levels(ids: list[int], lv: list[list[int]]) -> bool:
-    s = set(ids)
-    return all(set(level) <= s or not (set(level) & s) for level in lv)
+def _every_node_fits(pn: _Net, budget: MapBudget) -> None:
+    """A plan exists iff every node fits a map of its own (the tile of one node after
+    the tiles of its sources): otherwise say which node, and why, before any work."""
+    for i in pn.placed:
+        p = _Packer(pn)
+        why = p.with_node(i).over(budget, pn.name_len, 1)
+        if why:
+            n = pn.net.nodes[i]
+            raise VoodooError(
+                f"{n.pos}: error: no tile plan can hold '{n.name}': alone in a map it needs "
+                f"{why} (it reads {len(pn.lanes_of.get(i, ()))} values)\n    hint: split "
+                "its sum over several neurons (partial sums), or narrow its inputs' ranges")
+        for s in pn.lanes_of.get(i, ()):
+            if pn.in_doors(s) > P.MAX_DOORS:
+                src = pn.net.nodes[s]
+                raise VoodooError(
+                    f"{n.pos}: error: '{n.name}' reads '{src.name}', whose values "
+                    f"{pn.net.value_range[s]} are too many to hand from one map to another "
+                    f"(an input lane of more than {P.MAX_DOORS} doors)\n    hint: requantise "
+                    f"'{src.name}' (a relu with s > 1 or a smaller max), or compile without "
+                    "--tiles")
 
 
-def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
-    """Exactly n_tiles tiles: whole levels when there are enough of them, else the costliest
-    levels are cut into chunks of nodes."""
-    total = sum(len(ids) for ids in lv)
+def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
+    groups: list[list[int]] = []
+    p = _Packer(pn)
+    for i in pn.placed:
+        cost = p.with_node(i)
+        if p.mine and cost.over(budget, pn.name_len, len(p.mine) + 1):
+            groups.append(p.mine)
+            p = _Packer(pn)
+            cost = p.with_node(i)
+        p.add(i, cost)
+    if p.mine:
+        groups.append(p.mine)
+    return groups
+
+
+def _forced_split(pn: _Net, n_tiles: int, net: Netlist) -> list[list[int]]:
+    """Exactly n_tiles tiles: whole levels when there are enough of them, else the
+    levels with the most nodes per tile are cut into chunks of nodes."""
+    lv: list[list[int]] = []
+    for i in pn.placed:
+        if lv and pn.depth[lv[-1][0]] == pn.depth[i]:
+            lv[-1].append(i)
+        else:
+            lv.append([i])
+    total = len(pn.placed)
     if n_tiles > total:
         raise VoodooError(f"{net.source}: cannot make {n_tiles} tiles out of {total} computed "
                           "nodes")
     if n_tiles <= len(lv):
-        # Consecutive levels, as even as possible by node count.
         groups, per = [], len(lv) / n_tiles
         for k in range(n_tiles):
             a, b = round(k * per), round((k + 1) * per)
@@ -125,7 +279,6 @@ def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
         return groups
     pieces = [1] * len(lv)
     for _ in range(n_tiles - len(lv)):
-        # Give one more chunk to the level with the most nodes per chunk.
         k = max(range(len(lv)), key=lambda j: len(lv[j]) / pieces[j]
                 if pieces[j] < len(lv[j]) else -1)
         pieces[k] += 1
@@ -136,15 +289,26 @@ def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
     return groups
 
 
-def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) -> Tile:
+def _forced_tiles_fit(pn: _Net, tiles: list[Tile], groups, budget: MapBudget) -> None:
+    for t, ids in zip(tiles, groups):
+        p = _Packer(pn)
+        for i in ids:
+            p.add(i, p.with_node(i))
+        why = p.cost.over(budget, pn.name_len, len(t.outputs))
+        if why:
+            raise VoodooError(f"{pn.net.source}: tile {t.index + 1} of {len(tiles)} needs "
+                              f"{why}\n    hint: more tiles (--tiles N), or --tiles auto")
+
+
+def _make_tile(pn: _Net, k: int, ids: list[int], groups: list[list[int]]) -> Tile:
+    """Tile k as a netlist: its inputs (the lane values it reads from before), the
+    identities it rebuilds, its nodes; outputs are the network's outputs among its nodes
+    and what later tiles read."""
+    net = pn.net
     mine = set(ids)
-    later = set(i for g in groups[k + 1:] for i in g)
-    need = []
-    for i in sorted(mine):
-        for s in net.nodes[i].sources():
-            if s not in mine and s not in need:
-                need.append(s)
-    need.sort()
+    need = sorted({s for i in ids for s in pn.lanes_of.get(i, ()) if s not in mine})
+    idents = sorted({j for i in ids for j in pn.idents_of.get(i, ()) if j not in mine})
+    later = {s for g in groups[k + 1:] for i in g for s in pn.lanes_of.get(i, ())}
     nodes: list[Node] = []
     remap: dict[int, int] = {}
     for s in need:
@@ -152,15 +316,12 @@ def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) ->
         r = net.value_range[s]
         remap[s] = len(nodes)
         nodes.append(Node(len(nodes), src.name, src.group, src.index, Input(r.lo, r.hi), src.pos))
-    for i in sorted(mine):
+    for i in sorted(set(idents) | mine):  # original ids are a topological order
         n = net.nodes[i]
         remap[i] = len(nodes)
-        gate = n.gate
-        nodes.append(Node(len(nodes), n.name, n.group, n.index, gate, n.pos,
+        nodes.append(Node(len(nodes), n.name, n.group, n.index, n.gate, n.pos,
                           {remap[s]: w for s, w in n.weights.items()}, n.bias))
-    outs = [i for i in sorted(mine)
-            if i in net.outputs or any(i in net.nodes[j].sources() for j in later)]
-    # Keep the network's own output order for its outputs.
+    outs = [i for i in sorted(mine) if i in net.outputs or i in later]
     outs.sort(key=lambda i: (net.outputs.index(i) if i in net.outputs else -1, i))
     groups_: dict[str, list[int]] = {}
     for n in nodes:
@@ -182,9 +343,25 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
     return [values[net.nodes[o].name] for o in net.outputs]
 
 
-def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal"):
-    """Each tile as its own map, MAP01.. in order."""
+def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
+                  door_budget: int | None = None, workers: int | None = None):
+    """Each tile as its own map, MAP01.. in order; compiled in parallel processes
+    (`workers`, default one per core) when there are several."""
+    import os
+
+    jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget)
+            for k, t in enumerate(tiles)]
+    workers = min(len(jobs), workers or os.cpu_count() or 1)
+    if workers <= 1:
+        return [_compile_one(j) for j in jobs]
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pool.map(_compile_one, jobs, chunksize=1)
+
+
+def _compile_one(job):
     from .compile import compile_netlist
 
-    return [compile_netlist(t.net, title=f"{title} ({k + 1}/{len(tiles)})",
-                            map_name=f"MAP{k + 1:02d}", acc=acc) for k, t in enumerate(tiles)]
+    net, title, name, acc, door_budget = job
+    return compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
