@@ -19,7 +19,7 @@ from dsl.ir import Netlist
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a worker does not need of the project (the working directory is shipped to it).
-EXCLUDES = [".git", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
+EXCLUDES = [".git", ".venv", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
 
 
 def check_workers(n: int) -> int:
@@ -167,6 +167,7 @@ class RayEngines:
         self.ray, self.args = ray, (infos, io, pipeline)
         self.Actor = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
         self.actors: dict[int, object] = {}
+        self.up: set[int] = set()   # workers whose actor has started
         self.pending: dict[object, tuple] = {}   # ObjectRef -> (worker, event kind, task)
 
     def start(self, w, first_map: int) -> None:
@@ -192,6 +193,7 @@ class RayEngines:
             w, kind, task = self.pending.pop(ref)
             try:
                 out.append((w, kind, self.ray.get(ref), task))
+                self.up.add(w.id)
             except Exception as e:  # RayActorError, RayTaskError(EngineError), ...
                 out.append((w, "failed", _first_line(e), task))
         return out
@@ -203,11 +205,13 @@ class RayEngines:
             self.ray.kill(a, no_restart=True)
 
     def close(self) -> None:
-        live = list(self.actors.values())
+        live = [a for k, a in self.actors.items() if k in self.up]
         try:  # engines closed before their actors go, or the engine processes outlive them
-            self.ray.wait([a.close.remote() for a in live], num_returns=len(live), timeout=30)
+            if live:
+                self.ray.wait([a.close.remote() for a in live], num_returns=len(live),
+                              timeout=30)
         finally:
-            for a in live:
+            for a in self.actors.values():   # and those never placed
                 self.ray.kill(a, no_restart=True)
             self.actors.clear()
 

@@ -163,9 +163,9 @@ def _game_processes(pid: int) -> list[int]:
 
 
 def test_killing_an_engine_mid_run_loses_no_inference(tmp_path):
-    """Two tiles on two engine processes; once the first chunk is through, the game
-    process of the other stage's engine is killed (SIGKILL): its chunk runs again on a
-    fresh engine, and every output is exact, each sample once."""
+    """Two tiles on two engine processes; once the second tile's engine has been given a
+    chunk, its game process is killed (SIGKILL): the chunk runs again on a fresh engine,
+    and every output is exact, each sample once."""
     from engine.tiled import run_tiled
     from mapgen.compile import write_wad
     from mapgen.tiles import compile_tiles
@@ -174,16 +174,13 @@ def test_killing_an_engine_mid_run_loses_no_inference(tmp_path):
     maps = compile_tiles(tiles, "mlp3")
     wad = str(tmp_path / "mlp3.wad")
     write_wad(wad, maps)
-    events, killed, pids = [], [], {}
+    events, killed = [], []
 
     def watch(event, w, task):
         events.append((event, w.stage if task is None else task[1]))
-        if event == "ready":
-            pids[w.stage] = w.pid
-        if event == "done" and w.stage == 0 and not killed:
-            games = _game_processes(pids[1])
-            os.kill(games[0], signal.SIGKILL)
-            killed.append(games[0])
+        if event == "submit" and task[1] == 1 and not killed:
+            killed.append(_game_processes(w.pid)[0])
+            os.kill(killed[0], signal.SIGKILL)
 
     got, tics = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=2,
                           watch=watch)
