@@ -40,6 +40,13 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
+def add_door_budget_option(p) -> None:
+    p.add_argument("--door-budget", type=int, metavar="N",
+                   help="split staircases longer than N doors into parallel sub-lanes: fewer "
+                        "tics per inference, more dolls (docs/transformer.md); with --tiles, "
+                        "in every tile")
+
+
 def add_throughput_options(p, workers: bool = True) -> None:
     """--no-pipeline and --ray (docs/throughput.md); with `workers`, --workers too."""
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",

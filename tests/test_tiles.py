@@ -115,3 +115,44 @@ def test_run_chunk_loads_a_map_only_when_it_must(tmp_path, n, loads):
             got += [[values[name] for name in names_out] for _, values, _ in done]
     assert seen == loads
     assert got == evaluate(net, X).last_outputs().tolist()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.lists(st.integers(1, 7), min_size=2, max_size=4),
+       st.integers(4, 40), st.integers(2, 12), st.sampled_from([None, 1, 2]))
+def test_auto_tiles_keep_every_map_in_budget(seed, sizes, dolls, inputs, door_budget):
+    """--tiles auto with a small budget: a plan whenever every node fits a map of its own,
+    each tile's map (as the compiler lowers it) within the budget, identities rebuilt where
+    they are read, and the tiles compute the network."""
+    from dsl.diagnostics import VoodooError
+    from mapgen.circuit import lower
+    from mapgen.tiles import MapBudget
+
+    net = mlp(seed, sizes, in_range=(0, 3), gates=("relu", "step", "lut", "identity"),
+              out_gate="identity")
+    budget = MapBudget(dolls=dolls, inputs=inputs)
+    try:
+        tiles = plan_tiles(net, door_budget=door_budget, budget=budget)
+    except VoodooError as e:
+        assert "no tile plan can hold" in str(e) or "too many to hand" in str(e)
+        return
+    for t in tiles:
+        assert len(lower(t.net, door_budget=door_budget).lanes) <= dolls
+        assert len(t.inputs) <= inputs
+        assert not any(n.is_input and n.name in t.computes for n in t.net.nodes)
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        x = [int(v) for v in rng.integers(0, 4, size=len(net.inputs))]
+        assert carry(tiles, x, net, ref_tile) == evaluate(net, [x]).last_outputs()[0].tolist()
+
+
+def test_tiles_with_a_door_budget_in_the_engine(tmp_path):
+    """`run --tiles 2 --door-budget 1` (the two options together): every output exact."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "run",
+                        os.path.join(ROOT, "circuits", "mlp3.dnet"), "--tiles", "2",
+                        "--door-budget", "1", "--random", "6", "-o", str(tmp_path / "m.wad")],
+                       capture_output=True, text=True, env={**os.environ, "VOODOO_QUIET": "1"})
+    assert r.returncode == 0 and "2 map(s)" in r.stdout and "6/6 EXACT" in r.stdout, r.stderr
