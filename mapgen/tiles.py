@@ -58,6 +58,11 @@ class Cost:
     lines: int = 0
     sectors: int = 0
 
+    @property
+    def linedefs(self) -> int:
+        """The lanes' lines, the hall's light tiles (4 lines each) and the conveyor's."""
+        return self.lines + 4 * self.lights + 16
+
     def acs(self, name_len: int, outputs: int) -> int:
         return acs_bound(self.dolls, self.lights, self.inputs, outputs, name_len)
 
@@ -65,7 +70,7 @@ class Cost:
         """What breaks the budget, or None."""
         checks = [("dolls", self.dolls, b.dolls), ("inputs", self.inputs, b.inputs),
                   ("ACS characters (bound)", self.acs(name_len, outputs), b.acs_chars),
-                  ("linedefs (bound)", self.lines, b.lines),
+                  ("linedefs (bound)", self.linedefs, b.lines),
                   ("sectors (bound)", self.sectors, b.sectors),
                   ("lights in the hall", self.lights, b.hall_lights)]
         for what, n, most in checks:
@@ -97,56 +102,76 @@ def acs_bound(lanes: int, lights: int, inputs: int, outputs: int, name_len: int)
 
 class _Net:
     """The planner's view of a netlist: each placeable node's lane sources (through
-    identities), lane depth and costs."""
+    identities), lane depth, and what each lane costs a map."""
 
     def __init__(self, net: Netlist, door_budget: int | None):
-        from .circuit import staircase
-
         self.net, self.budget = net, door_budget
         nodes = net.nodes
-        # node -> the lane nodes (inputs, gated) its accumulator reads, through identities
+        # node -> the lane nodes (inputs, gated) its accumulator reads, through identities,
+        # and the identities on the way; every lane the tile's netlist will refer to
         self.lanes_of: dict[int, frozenset[int]] = {}
-        self.idents_of: dict[int, frozenset[int]] = {}  # identities on the way
+        self.idents_of: dict[int, frozenset[int]] = {}
         self.depth: dict[int, int] = {}
+        weights: dict[int, dict[int, int]] = {}   # node -> lane -> weight, as lowered
         for n in nodes:
             if n.is_input:
                 self.depth[n.id] = 0
                 continue
-            lanes, idents = set(), set()
-            for s in n.weights:
-                if isinstance(nodes[s].gate, Identity):
-                    lanes |= self.lanes_of[s]
-                    idents |= self.idents_of[s] | {s}
+            lanes, idents, w = set(), set(), {}
+            for src, ws in n.weights.items():
+                if isinstance(nodes[src].gate, Identity):
+                    lanes |= self.lanes_of[src]
+                    idents |= self.idents_of[src] | {src}
+                    for r, wr in weights[src].items():
+                        w[r] = w.get(r, 0) + ws * wr
                 else:
-                    lanes.add(s)
+                    lanes.add(src)
+                    w[src] = w.get(src, 0) + ws
             self.lanes_of[n.id], self.idents_of[n.id] = frozenset(lanes), frozenset(idents)
-            self.depth[n.id] = 1 + max((self.depth[s] for s in lanes), default=0)
+            weights[n.id] = {r: v for r, v in w.items() if v}
+            self.depth[n.id] = 1 + max((self.depth[r] for r in lanes), default=0)
         outputs = set(net.outputs)
         self.placed = [n.id for n in nodes if not n.is_input and
                        (not isinstance(n.gate, Identity) or n.id in outputs)]
         self.placed.sort(key=lambda i: (self.depth[i], i))
-        self.doors = {n.id: len(staircase(n.gate, *net.acc_range[n.id])[1]) for n in nodes
-                      if not isinstance(n.gate, Identity) and not n.is_input}
-        fan: dict[int, int] = {}
-        for i in self.lanes_of:
-            for s in self.lanes_of[i]:
-                fan[s] = fan.get(s, 0) + 1
-        self.fan = fan
+        self.own = {n.id: _stairs(n.gate, *net.acc_range[n.id]) for n in nodes
+                    if not isinstance(n.gate, Identity) and not n.is_input}
+        # lane -> the distinct weights its consumers take it with: lines per door
+        distinct: dict[int, set[int]] = {}
+        for i, ws in weights.items():
+            if not isinstance(nodes[i].gate, Identity) or i in outputs:
+                for r, v in ws.items():
+                    distinct.setdefault(r, set()).add(v)
+        self.groups = {r: len(v) for r, v in distinct.items()}
         self.name_len = max((len(n.name) for n in nodes), default=1)
 
     def sublanes(self, doors: int) -> int:
         return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
 
-    def lane(self, doors: int, fan: int) -> tuple[int, int, int]:
-        """(dolls, linedefs, sectors) bounds of a lane of `doors` doors feeding `fan` lights:
-        each door a sector, its landing and up to 2 ramp stairs' worth of sectors, one line
-        per consumer and the value light, 8 walls and portals per sector."""
-        sectors = 4 + 4 * doors
-        return self.sublanes(doors), 8 * sectors + doors * (fan + 1), sectors
+    def lane(self, shape: tuple[int, int], lane: int) -> tuple[int, int, int]:
+        """(dolls, linedefs, sectors) of a lane of `shape` (doors, sectors) that carries
+        node `lane`'s value: three walls and portals a sector (sub-lanes repeat the spawn
+        strip, the pad and the end), a value line and a line per weight group per door."""
+        doors, sectors = shape
+        dolls = self.sublanes(doors)
+        sectors += 3 * max(0, dolls - 1)
+        return dolls, 3 * sectors + 4 * dolls + doors * (1 + self.groups.get(lane, 0)), sectors
 
-    def in_doors(self, s: int) -> int:
+    def in_shape(self, s: int) -> tuple[int, int]:
+        """(doors, sectors) of the input lane that carries node s's value into a tile."""
         r = self.net.value_range[s]
-        return r.hi - r.lo
+        return r.hi - r.lo, 4 + 2 * (r.hi - r.lo)
+
+
+def _stairs(gate, lo: int, hi: int) -> tuple[int, int]:
+    """(doors, sectors) of a gate's lane over accumulators lo..hi: spawn, pad, a prelude,
+    the end, each door and its landing, and the ramp stairs between doors (layout.py)."""
+    from .circuit import staircase
+
+    steps = staircase(gate, lo, hi)[1]
+    ramps = sum(max(0, math.ceil((b - a) / P.MAX_RISE) - 1)
+                for (a, _), (b, _) in zip(steps, steps[1:]))
+    return len(steps), 4 + 2 * len(steps) + ramps
 
 
 class _Packer:
@@ -163,26 +188,26 @@ class _Packer:
         """The tile's cost with node i added."""
         pn = self.pn
         new = Cost(**vars(self.cost))
-        if i in pn.doors:
-            self._lane(new, pn.doors[i], pn.fan.get(i, 0))
+        if i in pn.own:
+            self._lane(new, pn.own[i], i)
             new.lights += 2   # its accumulator and its value
         else:
             new.lights += 1   # an identity output: its accumulator is its value
         for s in pn.lanes_of.get(i, ()):
             if s not in self.mine_set and s not in self.need:
                 new.inputs += 1
-                self._lane(new, pn.in_doors(s), pn.fan.get(s, 0))
+                self._lane(new, pn.in_shape(s), s)
                 new.lights += 1
         new.lights += sum(1 for j in pn.idents_of.get(i, ())
                           if j not in self.idents and j not in self.mine_set)
         return new
 
-    def _lane(self, cost: Cost, doors: int, fan: int) -> None:
-        dolls, lines, sectors = self.pn.lane(doors, fan)
+    def _lane(self, cost: Cost, shape: tuple[int, int], lane: int) -> None:
+        dolls, lines, sectors = self.pn.lane(shape, lane)
         cost.dolls += dolls
         cost.lines += lines
         cost.sectors += sectors
-        cost.lanes_doors += doors
+        cost.lanes_doors += shape[0]
 
     def add(self, i: int, cost: Cost) -> None:
         self.mine.append(i)
@@ -220,6 +245,18 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
     return tiles
 
 
+def estimate(net: Netlist, door_budget: int | None = None) -> Cost:
+    """What the planner expects `net` to cost as one map (tests compare it with the map)."""
+    if any(isinstance(n.gate, Product) for n in net.nodes):
+        from dsl.lower import lower_products
+        net = lower_products(net)
+    pn = _Net(net, door_budget)
+    p = _Packer(pn)
+    for i in pn.placed:
+        p.add(i, p.with_node(i))
+    return p.cost
+
+
 def _every_node_fits(pn: _Net, budget: MapBudget) -> None:
     """A plan exists iff every node fits a map of its own (the tile of one node after
     the tiles of its sources): otherwise say which node, and why, before any work."""
@@ -233,7 +270,7 @@ def _every_node_fits(pn: _Net, budget: MapBudget) -> None:
                 f"{why} (it reads {len(pn.lanes_of.get(i, ()))} values)\n    hint: split "
                 "its sum over several neurons (partial sums), or narrow its inputs' ranges")
         for s in pn.lanes_of.get(i, ()):
-            if pn.in_doors(s) > P.MAX_DOORS:
+            if pn.in_shape(s)[0] > P.MAX_DOORS:
                 src = pn.net.nodes[s]
                 raise VoodooError(
                     f"{n.pos}: error: '{n.name}' reads '{src.name}', whose values "

@@ -186,18 +186,23 @@ def test_a_sector_bordered_by_too_many_lines_is_refused(monkeypatch):
 
 @pytest.mark.parametrize("name, budget", [("hello", None), ("mnist_small", None),
                                           ("transformer", 1), ("softmax", None)])
-def test_the_planners_acs_estimate_covers_the_compiled_maps(name, budget):
-    """mapgen.tiles.acs_bound (what the planner thinks a map's ACS takes) is never below
-    the ACS the compiler writes for it."""
+def test_the_planners_estimates_cover_the_compiled_maps(name, budget):
+    """What the planner expects a map to cost (mapgen.tiles.estimate, acs_bound) is never
+    below what the compiler writes: dolls and lights exactly, sectors, linedefs and ACS
+    characters as upper bounds."""
     from dsl import load
-    from mapgen.tiles import acs_bound
+    from mapgen.tiles import acs_bound, estimate
 
-    cm = compile_netlist(load(os.path.join(ROOT, "circuits", f"{name}.dnet")),
-                         door_budget=budget)
-    c = cm.circuit
+    net = load(os.path.join(ROOT, "circuits", f"{name}.dnet"))
+    cm = compile_netlist(net, door_budget=budget)
+    c, m = cm.circuit, cm.layout.model
     bound = acs_bound(len(c.lanes), len(c.lights), len(c.net.inputs), len(c.net.outputs),
                       max(len(n.name) for n in c.net.nodes))
     assert len(cm.acs) <= bound
+    cost = estimate(net, budget)
+    assert (cost.dolls, cost.lights) == (len(c.lanes), len(c.lights))
+    assert len(m.sectors) <= cost.sectors + len(c.lights) + 3
+    assert len(m.lines) <= cost.linedefs
 
 
 def test_a_node_no_map_can_hold_is_named(tmp_path):
