@@ -144,6 +144,12 @@ class _Net:
                     distinct.setdefault(r, set()).add(v)
         self.groups = {r: len(v) for r, v in distinct.items()}
         self.name_len = max((len(n.name) for n in nodes), default=1)
+        # (dolls, linedefs, sectors, doors) of each lane: its own, and as a tile's input
+        self.own_cost = {i: (*self.lane(sh, i), sh[0]) for i, sh in self.own.items()}
+        lanes = {r for ls in self.lanes_of.values() for r in ls}
+        self.in_cost = {r: (*self.lane(self.in_shape(r), r), self.in_shape(r)[0])
+                        for r in lanes}
+        self.wide = {r for r in lanes if self.in_shape(r)[0] > P.MAX_DOORS}
 
     def sublanes(self, doors: int) -> int:
         return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
@@ -189,25 +195,26 @@ class _Packer:
         pn = self.pn
         new = Cost(**vars(self.cost))
         if i in pn.own:
-            self._lane(new, pn.own[i], i)
+            self._lane(new, pn.own_cost[i])
             new.lights += 2   # its accumulator and its value
         else:
             new.lights += 1   # an identity output: its accumulator is its value
         for s in pn.lanes_of.get(i, ()):
             if s not in self.mine_set and s not in self.need:
                 new.inputs += 1
-                self._lane(new, pn.in_shape(s), s)
+                self._lane(new, pn.in_cost[s])
                 new.lights += 1
         new.lights += sum(1 for j in pn.idents_of.get(i, ())
                           if j not in self.idents and j not in self.mine_set)
         return new
 
-    def _lane(self, cost: Cost, shape: tuple[int, int], lane: int) -> None:
-        dolls, lines, sectors = self.pn.lane(shape, lane)
+    @staticmethod
+    def _lane(cost: Cost, lane: tuple[int, int, int, int]) -> None:
+        dolls, lines, sectors, doors = lane
         cost.dolls += dolls
         cost.lines += lines
         cost.sectors += sectors
-        cost.lanes_doors += shape[0]
+        cost.lanes_doors += doors
 
     def add(self, i: int, cost: Cost) -> None:
         self.mine.append(i)
@@ -239,10 +246,12 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
         if n_tiles < 1:
             raise VoodooError("--tiles must be at least 1")
         groups = _forced_split(pn, n_tiles, net)
-    tiles = [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
-    if n_tiles is not None:
-        _forced_tiles_fit(pn, tiles, groups, budget)
-    return tiles
+        _forced_tiles_fit(pn, groups, budget)
+    if len(groups) == 1:  # the network itself is its one tile (no need to analyse it again)
+        names = [n.name for n in net.nodes]
+        return [Tile(0, net, [names[i] for i in net.inputs], [names[o] for o in net.outputs],
+                     [names[i] for i in sorted(groups[0])])]
+    return [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
 
 
 def estimate(net: Netlist, door_budget: int | None = None) -> Cost:
@@ -261,23 +270,25 @@ def _every_node_fits(pn: _Net, budget: MapBudget) -> None:
     """A plan exists iff every node fits a map of its own (the tile of one node after
     the tiles of its sources): otherwise say which node, and why, before any work."""
     for i in pn.placed:
-        p = _Packer(pn)
-        why = p.with_node(i).over(budget, pn.name_len, 1)
+        why = _Packer(pn).with_node(i).over(budget, pn.name_len, 1)
         if why:
             n = pn.net.nodes[i]
             raise VoodooError(
                 f"{n.pos}: error: no tile plan can hold '{n.name}': alone in a map it needs "
                 f"{why} (it reads {len(pn.lanes_of.get(i, ()))} values)\n    hint: split "
                 "its sum over several neurons (partial sums), or narrow its inputs' ranges")
-        for s in pn.lanes_of.get(i, ()):
-            if pn.in_shape(s)[0] > P.MAX_DOORS:
-                src = pn.net.nodes[s]
-                raise VoodooError(
-                    f"{n.pos}: error: '{n.name}' reads '{src.name}', whose values "
-                    f"{pn.net.value_range[s]} are too many to hand from one map to another "
-                    f"(an input lane of more than {P.MAX_DOORS} doors)\n    hint: requantise "
-                    f"'{src.name}' (a relu with s > 1 or a smaller max), or compile without "
-                    "--tiles")
+
+
+def _no_wide_inputs(pn: _Net, i: int, mine: set[int]) -> None:
+    """A value of more levels than a lane has doors cannot be handed to another map: its
+    readers must be in its own tile."""
+    for s in sorted(pn.wide & pn.lanes_of.get(i, frozenset()) - mine):
+        n, src = pn.net.nodes[i], pn.net.nodes[s]
+        raise VoodooError(
+            f"{n.pos}: error: '{n.name}' reads '{src.name}' from another map, and its values "
+            f"{pn.net.value_range[s]} are too many to hand between maps (an input lane of "
+            f"more than {P.MAX_DOORS} doors)\n    hint: requantise '{src.name}' (a relu "
+            "with s > 1, a smaller max or table), or give its tile more room (fewer tiles)")
 
 
 def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
@@ -289,6 +300,7 @@ def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
             groups.append(p.mine)
             p = _Packer(pn)
             cost = p.with_node(i)
+        _no_wide_inputs(pn, i, p.mine_set)
         p.add(i, cost)
     if p.mine:
         groups.append(p.mine)
@@ -326,14 +338,15 @@ def _forced_split(pn: _Net, n_tiles: int, net: Netlist) -> list[list[int]]:
     return groups
 
 
-def _forced_tiles_fit(pn: _Net, tiles: list[Tile], groups, budget: MapBudget) -> None:
-    for t, ids in zip(tiles, groups):
+def _forced_tiles_fit(pn: _Net, groups, budget: MapBudget) -> None:
+    for k, ids in enumerate(groups):
         p = _Packer(pn)
         for i in ids:
+            _no_wide_inputs(pn, i, p.mine_set | set(ids))
             p.add(i, p.with_node(i))
-        why = p.cost.over(budget, pn.name_len, len(t.outputs))
+        why = p.cost.over(budget, pn.name_len, len(ids))
         if why:
-            raise VoodooError(f"{pn.net.source}: tile {t.index + 1} of {len(tiles)} needs "
+            raise VoodooError(f"{pn.net.source}: tile {k + 1} of {len(groups)} needs "
                               f"{why}\n    hint: more tiles (--tiles N), or --tiles auto")
 
 

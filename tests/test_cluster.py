@@ -5,18 +5,12 @@ to them as a job's working directory. Tiles stream over actors on both nodes and
 output is exact; then an engine is killed mid-run, and then a worker node leaves mid-run:
 no inference is lost, wrong or counted twice.
 
-The cluster runs with token authentication off (RAY_AUTH_MODE=disabled, for every process
-of it) in a temporary directory of its own, and is stopped by ending the `ray start`
-processes this test started; nothing else on the machine is touched.
+engine/localcluster.py starts and stops the cluster (token authentication off, a
+temporary directory and free ports of its own, ended by ending its `ray start` processes):
+nothing else on the machine is touched.
 """
-import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -24,92 +18,15 @@ import pytest
 from conftest import ROOT
 from dsl import load
 from dsl.reference import evaluate
+from engine.localcluster import local_cluster, stop_node, wait_nodes
 from test_stream import _game_processes
-
-RAY = os.path.join(os.path.dirname(sys.executable), "ray")
-STORE = str(100 * 1024 * 1024)   # object store per node: the WAD and chunks are small
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# Ports a node would otherwise take by default, the same for every node on one machine.
-PORTS = ("node-manager-port", "object-manager-port", "metrics-export-port",
-         "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port")
-
-
-def _start(args, env, log_path, timeout: float = 300):
-    """`ray start ... --block`, returned once it says its node runs (or fails)."""
-    ports = [f"--{name}={_free_port()}" for name in PORTS]
-    with open(log_path, "wb") as log:
-        p = subprocess.Popen([RAY, "start", *args, *ports, "--block", "--disable-usage-stats",
-                              f"--object-store-memory={STORE}"], env=env, stdout=log,
-                             stderr=subprocess.STDOUT, start_new_session=True)
-    t = time.monotonic()
-    while "Ray runtime started" not in log_path.read_text(errors="replace"):
-        if p.poll() is not None or time.monotonic() - t > timeout:
-            _stop(p)
-            raise AssertionError(f"`ray start {' '.join(args)}` did not start a node: "
-                                 + log_path.read_text(errors="replace")[-2000:])
-        time.sleep(0.5)
-    return p
-
-
-def _stop(p) -> None:
-    """End one `ray start --block` process: it takes its node's processes with it."""
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
 
 
 @pytest.fixture
 def cluster_env(tmp_path, monkeypatch):
-    import tempfile
-
-    # A node gives its raylet 10 s to register by default: on a machine shared with other
-    # work that is not always enough (measured: it timed out at a load average of 12).
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_worker_niceness": "0",
-           "RAY_USAGE_STATS_ENABLED": "0", "RAY_raylet_start_wait_time_s": "300"}
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    port = _free_port()
-    temp = tempfile.mkdtemp(prefix="vnray-", dir="/tmp")   # socket paths: <= 107 bytes
-    procs = []
-    try:
-        procs.append(_start(["--head", f"--port={port}", "--num-cpus=0",
-                             "--include-dashboard=false", f"--temp-dir={temp}"], env,
-                            tmp_path / "head.log"))
-        # One node at a time: two nodes starting together on one machine were seen to
-        # leave one of them waiting forever.
-        for k in range(2):
-            procs.append(_start([f"--address=127.0.0.1:{port}", "--num-cpus=1",
-                                 f"--resources={json.dumps({f'node{k}': 1})}"], env,
-                                tmp_path / f"node{k}.log"))
-        yield f"127.0.0.1:{port}", procs[1:]
-    finally:
-        for p in reversed(procs):
-            _stop(p)
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _wait_nodes(ray, n: int, timeout: float = 180) -> dict[str, int]:
-    """Node id -> k (its resource nodek), once n worker nodes are alive."""
-    t = time.monotonic()
-    while time.monotonic() - t < timeout:
-        alive = {nd["NodeID"]: int(next(r[4:] for r in nd["Resources"] if r.startswith("node")
-                                        and r[4:].isdigit()))
-                 for nd in ray.nodes() if nd["Alive"] and any(
-                     r.startswith("node") and r[4:].isdigit() for r in nd["Resources"])}
-        if len(alive) >= n:
-            return alive
-        time.sleep(1)
-    raise AssertionError(f"fewer than {n} Ray worker nodes came up")
+    with local_cluster(nodes=2, cpus=1, logs=str(tmp_path)) as c:
+        yield c
 
 
 def _two_tiles(tmp_path):
@@ -140,7 +57,7 @@ def test_ray_cluster_streams_exact_through_a_killed_engine_and_a_lost_node(
 
     monkeypatch.setattr(T, "START_GRACE", 10.0)   # a replacement with no CPU left: 10 s
     with cluster(address) as ray:
-        node_of = _wait_nodes(ray, 2)
+        node_of = wait_nodes(ray, 2)
 
         # 1. both tiles streamed, one actor on each worker node
         seen = []
@@ -174,7 +91,7 @@ def test_ray_cluster_streams_exact_through_a_killed_engine_and_a_lost_node(
             events.append((event, task))
             if event == "submit" and task[1] == 1 and not dropped:
                 dropped.append(w.node)
-                _stop(nodes[node_of[w.node]])
+                stop_node(nodes[node_of[w.node]])
 
         X = inputs(16, 3)
         got, _ = run_ray(ray, wad, infos, tiles, net, X, 2, chunk=2, watch=drop_node)
