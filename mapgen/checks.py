@@ -290,31 +290,35 @@ def _unroll(pipe: Pipeline, beats: int, period: int) -> list[tuple]:
             for b in range(beats) for e in pipe.events]
 
 
-def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
+def _lane_rides(layout: Layout, events: list[tuple], ride: list[int] | None = None
+                ) -> dict[int, list[tuple]]:
     """Lane -> its rides in time order: (release key, park key, ride end tic, inference);
-    the park key is None for a doll released again before it was parked."""
+    the park key is None for a doll released again before it was parked. `ride`: each
+    lane's run_tics (computed here when not given)."""
+    if ride is None:
+        ride = [run_tics(g.reach()) for g in layout.lanes]
     rides: dict[int, list] = {}
     start: dict[int, tuple] = {}
     for tic, order, kind, i, inf in sorted(events):
         if kind == "release":
             if i in start:  # released again before it was parked: a ride with no park
                 t0, o0, inf0 = start[i]
-                need = run_tics(layout.lanes[i].reach())
+                need = ride[i]
                 rides.setdefault(i, []).append(((t0, o0), None, t0 + need - 1, inf0))
             start[i] = (tic, order, inf)
         elif kind == "park" and i in start:
             t0, o0, inf0 = start.pop(i)
-            need = run_tics(layout.lanes[i].reach())
+            need = ride[i]
             rides.setdefault(i, []).append(((t0, o0), (tic, order), t0 + need - 1, inf0))
     return rides
 
 
-def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
+def _check_lanes(layout: Layout, events: list[tuple], rides: dict[int, list[tuple]]
+                 ) -> list[Diagnostic]:
     from .program import door_speed
 
     out = []
     names, net = _names(layout), layout.circuit.net
-    rides = _lane_rides(layout, events)
     moves: dict[int, list[tuple[int, int]]] = {}
     for tic, _, kind, i, _ in sorted(events):
         if kind == "copy":
@@ -390,10 +394,10 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     pipe = sched.pipeline
     if pipe is None:
         return []
-    lanes_of = light_lanes(layout)
-    out = _check_period(layout, sched, pipe.period, lanes_of)
+    facts = pipeline_facts(layout)
+    out = _check_period(layout, sched, pipe.period, facts)
     if not out and pipe.batch_step != pipe.period:
-        out = _check_period(layout, sched, pipe.batch_step, lanes_of)
+        out = _check_period(layout, sched, pipe.batch_step, facts)
     if any(e.tic > pipe.beat_tics for e in pipe.events):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
                               f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
@@ -405,16 +409,25 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _check_period(layout: Layout, sched: Schedule, period: int,
-                  lanes_of: dict[int, list[int]] | None = None) -> list[Diagnostic]:
-    """check_pipeline at one interval; `lanes_of` (light_lanes) when the caller has it."""
+def pipeline_facts(layout: Layout) -> dict:
+    """What every unrolled check of one layout needs, computed once: the lanes that write
+    each light, and each lane's ride in tics."""
+    return {"lanes_of": light_lanes(layout),
+            "ride": [run_tics(g.reach()) for g in layout.lanes]}
+
+
+def _check_period(layout: Layout, sched: Schedule, period: int, facts: dict | None = None
+                  ) -> list[Diagnostic]:
+    """check_pipeline at one interval; `facts` (pipeline_facts) when the caller has them."""
+    facts = facts or pipeline_facts(layout)
     pipe = sched.pipeline
     depth = max((e.offset for e in pipe.events), default=0) + 1
     overlap = -(-pipe.beat_tics // period)  # beats that one beat's events reach into
     beats = depth + overlap + 2  # whole inferences, each with neighbours on both sides
     events = _unroll(pipe, beats, period)
-    return _check_lanes(layout, events) + _check_light_use(layout, sched, events, depth, beats,
-                                                           lanes_of)
+    rides = _lane_rides(layout, events, facts["ride"])
+    return _check_lanes(layout, events, rides) + _check_light_use(
+        layout, sched, events, depth, beats, facts["lanes_of"], rides)
 
 
 def fit_batch_period(layout: Layout, sched: Schedule) -> None:
@@ -429,10 +442,10 @@ def fit_batch_period(layout: Layout, sched: Schedule) -> None:
     copy = {e.what: e.tic for e in pipe.events if e.kind == "copy"}
     park = {e.what: e.tic for e in pipe.events if e.kind == "park"}
     low, high = max([1] + [park[i] - copy.get(i, park[i]) for i in park]), pipe.period
-    lanes_of = light_lanes(layout)
+    facts = pipeline_facts(layout)
     while low < high:  # the shortest safe interval in [low, period]: safety is monotone
         mid = (low + high) // 2
-        if _check_period(layout, sched, mid, lanes_of):
+        if _check_period(layout, sched, mid, facts):
             low = mid + 1
         else:
             high = mid
@@ -449,8 +462,8 @@ def light_lanes(layout: Layout) -> dict[int, list[int]]:
 
 
 def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
-                     beats: int, lanes_of: dict[int, list[int]] | None = None
-                     ) -> list[Diagnostic]:
+                     beats: int, lanes_of: dict[int, list[int]],
+                     rides: dict[int, list[tuple]]) -> list[Diagnostic]:
     """Every light's resets, writes and reads over the unrolled beats (_light_problems).
     Lanes that ride alike (the same rides, tic for tic) write a light alike, so a light's
     writes are counted per kind of ride instead of per lane: a dense layer's lights each
@@ -459,13 +472,12 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
 
     c = layout.circuit
     names = _names(layout)
-    lanes_of = light_lanes(layout) if lanes_of is None else lanes_of
     # lane -> its kind of ride; a kind -> [(inference, first key, last key)]. A key is
     # (tic, order); a doll's ride covers whole tics (its order against ACS within a tic is
     # not ours to know).
     kinds: dict[tuple, int] = {}
     kind_of: dict[int, int] = {}
-    for i, rs in _lane_rides(layout, events).items():
+    for i, rs in rides.items():
         sig = tuple((inf, (rel[0], -1), (end, 10**9)) for rel, _, end, inf in rs)
         kind_of[i] = kinds.setdefault(sig, len(kinds))
     rides_of = {k: sig for sig, k in kinds.items()}
