@@ -364,6 +364,20 @@ class LocalEngines:
             self.stop(w)
 
 
+def _term_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent exits, however the parent ends."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:   # the parent is already gone
+        os._exit(1)
+
+
 def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> None:
     """A local worker: an engine on its stage's first map, then chunks until told to stop.
     It reports "ready" once its engine runs, a chunk's results as "done", and an error as
@@ -373,9 +387,11 @@ def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> No
     import sys
 
     # Ctrl-C reaches every process of the terminal's group: the parent decides and ends
-    # its workers (SIGTERM), which here becomes a normal exit that closes the engine.
+    # its workers (SIGTERM), which here becomes a normal exit that closes the engine. A
+    # parent that is killed outright takes its workers along (SIGTERM when it goes).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    _term_with_parent()
     engine = None
     try:
         engine = Engine(wad, map_name(first_map))
