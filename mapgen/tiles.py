@@ -14,6 +14,13 @@ inputs. Nodes are placed in order of their lane depth, so every tile only needs 
 before it; a tile is closed when the next node would break one of its budgets
 (`MapBudget`, from the limits measured in bench/map_limits.py: docs/physics.md).
 `n_tiles` forces a split into exactly that many tiles instead.
+
+A multi-step netlist is tiled the same way, and each map keeps its own state: a spiking
+membrane stays in its neuron's map, prev(h) is a prev node of the map that computes h
+(read there from h's light, as in one map), and a fed-back input whose node is in the same
+map is fed back there. What a map needs from another one crosses by name every step: this
+step's values from earlier tiles, and, from any tile, the previous step's values of the
+prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`).
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ import math
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Identity, Input, Netlist, Node, Product
+from dsl.ir import Identity, Input, Netlist, Node, Prev, Product
 from dsl.ranges import analyse
 
 from . import physics as P
@@ -114,7 +121,7 @@ class _Net:
         self.depth: dict[int, int] = {}
         weights: dict[int, dict[int, int]] = {}   # node -> lane -> weight, as lowered
         for n in nodes:
-            if n.is_input:
+            if n.is_input or n.is_prev:   # lanes of values from outside the step
                 self.depth[n.id] = 0
                 continue
             lanes, idents, w = set(), set(), {}
@@ -130,12 +137,15 @@ class _Net:
             self.lanes_of[n.id], self.idents_of[n.id] = frozenset(lanes), frozenset(idents)
             weights[n.id] = {r: v for r, v in w.items() if v}
             self.depth[n.id] = 1 + max((self.depth[r] for r in lanes), default=0)
-        outputs = set(net.outputs)
-        self.placed = [n.id for n in nodes if not n.is_input and
+        # An identity is placed when it is an output, or a value read at the next step
+        # (a prev node's, a fed-back input's): its light must be in one map.
+        outputs = set(net.outputs) | {n.gate.src for n in nodes if n.is_prev} \
+            | set(net.feedback.values())
+        self.placed = [n.id for n in nodes if not (n.is_input or n.is_prev) and
                        (not isinstance(n.gate, Identity) or n.id in outputs)]
         self.placed.sort(key=lambda i: (self.depth[i], i))
-        self.own = {n.id: _stairs(n.gate, *net.acc_range[n.id]) for n in nodes
-                    if not isinstance(n.gate, Identity) and not n.is_input}
+        self.own = {n.id: _own_stairs(net, n) for n in nodes
+                    if not isinstance(n.gate, Identity) and not (n.is_input or n.is_prev)}
         # lane -> the distinct weights its consumers take it with: lines per door
         distinct: dict[int, set[int]] = {}
         for i, ws in weights.items():
@@ -145,7 +155,8 @@ class _Net:
         self.groups = {r: len(v) for r, v in distinct.items()}
         self.name_len = max((len(n.name) for n in nodes), default=1)
         # (dolls, linedefs, sectors, doors) of each lane: its own, and as a tile's input
-        self.own_cost = {i: (*self.lane(sh, i), sh[0]) for i, sh in self.own.items()}
+        self.own_cost = {i: tuple(map(sum, zip(*((*self.lane(sh, i), sh[0]) for sh in shapes))))
+                         for i, shapes in self.own.items()}
         lanes = {r for ls in self.lanes_of.values() for r in ls}
         self.in_cost = {r: (*self.lane(self.in_shape(r), r), self.in_shape(r)[0])
                         for r in lanes}
@@ -167,6 +178,20 @@ class _Net:
         """(doors, sectors) of the input lane that carries node s's value into a tile."""
         r = self.net.value_range[s]
         return r.hi - r.lo, 4 + 2 * (r.hi - r.lo)
+
+
+def _own_stairs(net: Netlist, n: Node) -> list[tuple[int, int]]:
+    """(doors, sectors) of each lane of a gated node: one staircase, or a spiking neuron's
+    fire lane, leak lane and (counted for each, on the high side) the clock doll."""
+    from dsl.ir import Spike
+
+    from .circuit import _leak_doors
+
+    if not isinstance(n.gate, Spike):
+        return [_stairs(n.gate, *net.acc_range[n.id])]
+    st = net.state_range[n.id]
+    leak = _leak_doors(n.gate.leak, st.lo, st.hi)
+    return [(1, 6), (leak, 4 + 2 * leak), (1, 6)]   # leak doors are one level apart
 
 
 def _stairs(gate, lo: int, hi: int) -> tuple[int, int]:
@@ -228,10 +253,6 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
                door_budget: int | None = None, budget: MapBudget | None = None) -> list[Tile]:
     """Split `net` into tiles in dependency order (one tile when it fits). `door_budget`
     is the compiler's (staircases split into sub-lanes of that many doors: more dolls)."""
-    if net.steps != 1:
-        raise VoodooError(f"{net.source}: only one-step netlists can be tiled\n    hint: "
-                          "tiles hand values from map to map, but spiking membranes persist "
-                          "across steps inside one map; compile it without --tiles")
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
@@ -358,7 +379,15 @@ def _make_tile(pn: _Net, k: int, ids: list[int], groups: list[list[int]]) -> Til
     mine = set(ids)
     need = sorted({s for i in ids for s in pn.lanes_of.get(i, ()) if s not in mine})
     idents = sorted({j for i in ids for j in pn.idents_of.get(i, ()) if j not in mine})
-    later = {s for g in groups[k + 1:] for i in g for s in pn.lanes_of.get(i, ())}
+    # A prev node of a node of this map is kept here (its state stays in the map); any
+    # other value from outside becomes an input.
+    local = set()
+    for s in need:
+        chain = _prev_chain(net, s)
+        if chain and net.nodes[chain[-1]].gate.src in mine:
+            local.update(chain)
+    local_prev = sorted(local)
+    need = [s for s in need if s not in local]
     nodes: list[Node] = []
     remap: dict[int, int] = {}
     for s in need:
@@ -366,21 +395,56 @@ def _make_tile(pn: _Net, k: int, ids: list[int], groups: list[list[int]]) -> Til
         r = net.value_range[s]
         remap[s] = len(nodes)
         nodes.append(Node(len(nodes), src.name, src.group, src.index, Input(r.lo, r.hi), src.pos))
-    for i in sorted(set(idents) | mine):  # original ids are a topological order
+    for i in local_prev + sorted(set(idents) | mine):  # original ids: a topological order
         n = net.nodes[i]
         remap[i] = len(nodes)
         nodes.append(Node(len(nodes), n.name, n.group, n.index, n.gate, n.pos,
                           {remap[s]: w for s, w in n.weights.items()}, n.bias))
-    outs = [i for i in sorted(mine) if i in net.outputs or i in later]
+    for i in local_prev:
+        g = net.nodes[i].gate
+        nodes[remap[i]].gate = Prev(remap[g.src], g.init)
+    crossing = _read_elsewhere(pn, k, groups)
+    outs = [i for i in sorted(mine) if i in net.outputs or i in crossing]
+    # Keep the network's own output order for its outputs.
     outs.sort(key=lambda i: (net.outputs.index(i) if i in net.outputs else -1, i))
     groups_: dict[str, list[int]] = {}
     for n in nodes:
         groups_.setdefault(n.group, []).append(n.id)
+    feedback = {remap[x]: remap[y] for x, y in net.feedback.items() if x in remap and y in mine}
     sub = Netlist(f"{net.name}_t{k + 1}", nodes, groups_, [remap[s] for s in need],
-                  [remap[o] for o in outs], 1, net.source)
+                  [remap[o] for o in outs], net.steps, net.source, open=net.open,
+                  feedback=feedback, done=remap.get(net.done) if net.done in mine else None)
     analyse(sub)
     return Tile(k, sub, [net.nodes[s].name for s in need], [net.nodes[o].name for o in outs],
                 [net.nodes[i].name for i in sorted(mine)])
+
+
+def _prev_chain(net: Netlist, s: int) -> list[int]:
+    """prev(prev(...h)): the prev nodes from s down to the one that reads h."""
+    chain = []
+    while net.nodes[s].is_prev:
+        chain.append(s)
+        s = net.nodes[s].gate.src
+    return chain
+
+
+def _read_elsewhere(pn: "_Net", k: int, groups: list[list[int]]) -> set[int]:
+    """The values tile k computes that cross to another map: read by a later tile in the
+    same step, or by any other tile at the next step (through a prev node of theirs, or an
+    input fed back from it). Reads go through identities (`_Net.lanes_of`)."""
+    net, read = pn.net, set()
+    for g, ids in enumerate(groups):
+        if g == k:
+            continue
+        for j in ids:
+            for s in pn.lanes_of.get(j, ()):
+                read.add(s)
+                chain = _prev_chain(net, s)
+                if chain:
+                    read.add(net.nodes[chain[-1]].gate.src)
+                if s in net.feedback:
+                    read.add(net.feedback[s])
+    return read & set(groups[k])
 
 
 def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
@@ -415,3 +479,40 @@ def _compile_one(job):
 
     net, title, name, acc, door_budget = job
     return compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
+
+
+def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: list[set]):
+    """One run of a multi-step netlist through its tiles, step by step: `run_tile(k,
+    inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its own state).
+    Each step's inputs are the run's row (None: fed back), this step's values of earlier
+    tiles, and the previous step's values of the prev nodes and fed-back inputs a map does
+    not keep itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values
+    are only looked up by name and passed on. Returns every step's values by name, up to
+    the step at which the done node is 1."""
+    names = {n.id: n.name for n in net.nodes}
+    prevs = {n.name: n.gate for n in net.nodes if n.is_prev}
+    fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
+    ranges = {names[i]: net.nodes[i].gate for i in net.inputs}
+    before: dict | None = None
+    steps = []
+    for t, row in enumerate(seq):
+        fed = any(v is None for v in row)
+        values = {names[i]: v for i, v in zip(net.inputs, row)}
+        for x, v in list(values.items()):
+            if v is None and before is not None and fed_from[x] in before:
+                values[x] = before[fed_from[x]]
+        for name, g in prevs.items():  # None where only the map that keeps it knows it
+            values[name] = g.init if before is None else before.get(names[g.src])
+        for k, tile in enumerate(tiles):
+            ins = []
+            for name in tile.inputs:
+                if values.get(name) is None and name in fed_here[k]:
+                    ins.append(ranges[name].lo)  # fed back inside the map: not used
+                else:
+                    ins.append(values[name])
+            values.update(zip(tile.outputs, run_tile(k, ins, t, fed and bool(fed_here[k]))))
+        steps.append(values)
+        before = values
+        if net.done is not None and values.get(names[net.done]) == 1:
+            break
+    return steps
