@@ -156,3 +156,56 @@ def test_tiles_with_a_door_budget_in_the_engine(tmp_path):
                         "--door-budget", "1", "--random", "6", "-o", str(tmp_path / "m.wad")],
                        capture_output=True, text=True, env={**os.environ, "VOODOO_QUIET": "1"})
     assert r.returncode == 0 and "2 map(s)" in r.stdout and "6/6 EXACT" in r.stdout, r.stderr
+
+
+def _carried_by_reference(tiles, net, seq):
+    """carry_sequence with each tile's map stood in for by the reference: step t of tile k
+    is its netlist run over every step so far (so it keeps its own state, as its map does)."""
+    from mapgen.tiles import carry_sequence
+
+    history = [[] for _ in tiles]
+
+    def run_tile(k, ins, t, fed):
+        sub = tiles[k].net
+        history[k].append([None if fed and i in sub.feedback else v
+                           for i, v in zip(sub.inputs, ins)])
+        res = evaluate(sub, [history[k]])
+        return [int(res.value[0, t, o]) for o in sub.outputs]
+
+    fed_here = [{t.net.nodes[i].name for i in t.net.feedback} for t in tiles]
+    return carry_sequence(tiles, seq, net, run_tile, fed_here)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.sampled_from([None, 2, 3]), st.sampled_from([None, 1]),
+       st.booleans())
+def test_recurrent_tiles_carry_state_and_prev_values(seed, n, budget, feedback):
+    """Recurrent cells (prev chains, an identity readout, a fed-back input) over forced or
+    budgeted tiles, with or without one-door sub-lanes: every value any map hands on is
+    the network's at every step (prev values kept in their node's map or carried)."""
+    from dsl.diagnostics import VoodooError
+    from dsl.random_net import recurrent
+    from dsl.sequence import random_sequence
+    from mapgen.tiles import estimate
+
+    net = recurrent(seed, n_hidden=4, feedback=feedback)
+    if n:
+        tiles = plan_tiles(net, n_tiles=n, door_budget=budget)
+    else:   # a budget of a third of the map, or the least that holds its largest node
+        dolls = estimate(net, budget).dolls // 3
+        while True:
+            try:
+                tiles = plan_tiles(net, door_budget=budget, max_dolls=dolls)
+                break
+            except VoodooError:
+                dolls += 1
+    seq = random_sequence(net, 12, seed)
+    ref = evaluate(net, [seq])
+    steps = _carried_by_reference(tiles, net, seq)
+    assert len(steps) == len(seq)
+    for t, values in enumerate(steps):
+        for nd in net.nodes:
+            if values.get(nd.name) is not None:
+                assert values[nd.name] == int(ref.value[0, t, nd.id]), (t, nd.name)
+        assert [values[net.nodes[o].name] for o in net.outputs] == \
+            [int(ref.value[0, t, o]) for o in net.outputs]
