@@ -16,7 +16,9 @@ checks every output against the integer reference (`dsl.reference.evaluate`, `==
 Printed: connections, maps, dolls and lines per map, compile time and peak memory of the
 compile, then inferences per second on 1, 2 and 4 local engine processes (streamed: with
 as many engines as tiles each tile has an engine of its own, and with more the costliest
-tiles get more; engine/tiled.py) with the ratio to one engine, then the same run on a Ray
+tiles get more; engine/tiled.py): wall time, the start-up in it (engines loading their maps:
+a map of 200,000 lines takes a minute), and inferences per second overall and once every
+engine runs, that rate's ratio to one engine's; then the same run on a Ray
 cluster of a head and 2 worker nodes started here (engine/localcluster.py), and a last line
 with the connections and the verdict on the cluster.
 """
@@ -93,27 +95,67 @@ def compile_network(net, n_tiles, tmp: str):
     return tiles, maps, wad, planned, took
 
 
+class Clock:
+    """A run's watch: when it began, when its engines were all up (their maps loaded), and
+    a progress bar of the inferences done."""
+
+    def __init__(self, engines: int, n: int, what: str):
+        from tqdm import tqdm
+
+        self.engines, self.ready, self.up, self.last = engines, 0, None, None
+        self.bar = tqdm(total=n, desc=what, unit="inference", leave=False)
+        self.start = time.perf_counter()
+
+    def watch(self, event, worker, task) -> None:
+        if event == "ready":
+            self.ready += 1
+            self.last = time.perf_counter()
+            if self.ready == self.engines and self.up is None:
+                self.up = self.last
+
+    def done(self, n: int) -> None:
+        self.bar.update(n)
+
+    def figures(self, n: int) -> tuple[float, float, float]:
+        """(wall seconds, start-up seconds, inferences per second once every engine ran;
+        an engine that came up only after the others had done the work is not waited for)."""
+        end = time.perf_counter()
+        self.bar.close()
+        up = (self.up or self.last or self.start) - self.start
+        return end - self.start, up, n / (end - self.start - up)
+
+
+def row(label: str, n: int, exact: int, wall: float, up: float, rate: float, base) -> str:
+    ratio = "" if base is None else f"  x{rate / base:4.2f} one engine"
+    return (f"  {label}: {wall:7.1f} s ({up:5.1f} s start-up)  {n / wall:6.2f} inferences/s "
+            f"overall, {rate:6.2f} once running{ratio}  {exact}/{n} "
+            f"{'EXACT' if exact == n else 'MISMATCH'}")
+
+
 def local_runs(net, tiles, maps, wad, X, want, engines) -> list[tuple]:
+    """The same inferences on each number of local engines: (engines, wall, start-up,
+    inferences/s once running, exact)."""
     from engine.tiled import run_tiled
 
     infos = [m.manifest for m in maps]
     rows = []
     for e in engines:
-        t = time.perf_counter()
+        clock = Clock(e, len(X), f"{e} engine(s)")
         got, _ = run_tiled(wad, infos, tiles, net, X, workers=e,
-                           chunk=chunk_for(e, len(tiles), len(X)))
-        dt = time.perf_counter() - t
+                           chunk=chunk_for(e, len(tiles), len(X)), watch=clock.watch,
+                           progress=clock.done)
+        wall, up, rate = clock.figures(len(X))
         exact = sum(g == w for g, w in zip(got, want))
-        rows.append((e, dt, len(X) / dt, exact))
-        print(f"  {e} engine(s): {dt:7.1f} s  {len(X) / dt:7.2f} inferences/s  "
-              f"x{rows[0][1] / dt:4.2f} one engine  {exact}/{len(X)} "
-              f"{'EXACT' if exact == len(X) else 'MISMATCH'}", flush=True)
+        rows.append((e, wall, up, rate, exact))
+        print(row(f"{e} engine(s)", len(X), exact, wall, up, rate,
+                  rows[0][3] if len(rows) > 1 else None), flush=True)
     return rows
 
 
 def ray_run(net, tiles, maps, wad, X, want, engines: int, nodes: int):
     """The same run on a Ray cluster started here: a head and `nodes` worker nodes of
-    engines // nodes CPUs each, the code shipped to them as a job's working directory."""
+    engines // nodes CPUs each, the code shipped to them as a job's working directory.
+    Returns (wall, start-up, inferences/s once running, exact, engines, nodes used)."""
     from engine.cluster import cluster, run_ray
     from engine.localcluster import local_cluster, wait_nodes
 
@@ -123,13 +165,19 @@ def ray_run(net, tiles, maps, wad, X, want, engines: int, nodes: int):
         with cluster(address) as ray:
             wait_nodes(ray, nodes)
             where = set()
-            t = time.perf_counter()
+            clock = Clock(per * nodes, len(X), "Ray")
+
+            def watch(event, w, task):
+                clock.watch(event, w, task)
+                if event == "ready":
+                    where.add(w.node)
+
             got, _ = run_ray(ray, wad, [m.manifest for m in maps], tiles, net, X, per * nodes,
-                             chunk=chunk_for(per * nodes, len(tiles), len(X)),
-                             watch=lambda e, w, task: e == "ready" and where.add(w.node))
-            dt = time.perf_counter() - t
+                             chunk=chunk_for(per * nodes, len(tiles), len(X)), watch=watch,
+                             progress=clock.done)
+            wall, up, rate = clock.figures(len(X))
     exact = sum(g == w for g, w in zip(got, want))
-    return dt, exact, per * nodes, len(where)
+    return wall, up, rate, exact, per * nodes, len(where)
 
 
 def main(argv=None) -> int:
@@ -168,18 +216,17 @@ def main(argv=None) -> int:
         print(f"{samples} inferences, local engine processes:", flush=True)
         rows = local_runs(net, tiles, maps, wad, X, want,
                           [int(e) for e in args.engines.split(",")])
-        ok = all(r[3] == samples for r in rows)
+        ok = all(r[4] == samples for r in rows)
         if args.ray:
-            dt, exact, engines, used = ray_run(net, tiles, maps, wad, X, want, max(
+            wall, up, rate, exact, engines, used = ray_run(net, tiles, maps, wad, X, want, max(
                 int(e) for e in args.engines.split(",")), args.nodes)
-            print(f"  Ray, {args.nodes} worker nodes, {engines} engines on {used} nodes: "
-                  f"{dt:7.1f} s  {samples / dt:7.2f} inferences/s  x{rows[0][1] / dt:4.2f} one "
-                  f"local engine  {exact}/{samples}", flush=True)
+            print(row(f"Ray, {args.nodes} worker nodes, {engines} engines on {used} nodes",
+                      samples, exact, wall, up, rate, rows[0][3]), flush=True)
             ok = ok and exact == samples
             print(f"{conns:,} connections, {len(maps)} maps, {dolls:,} dolls: {exact}/{samples} "
                   f"outputs {'EXACT' if exact == samples else 'MISMATCH'} on a Ray cluster of "
-                  f"{args.nodes} worker nodes ({engines} engines), {samples / dt:.2f} "
-                  "inferences/s")
+                  f"{args.nodes} worker nodes ({engines} engines), {rate:.2f} inferences/s "
+                  "once running")
         else:
             print(f"{conns:,} connections, {len(maps)} maps, {dolls:,} dolls: every output "
                   f"{'EXACT' if ok else 'MISMATCH'} locally (no Ray cluster: --no-ray)")

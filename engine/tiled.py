@@ -7,8 +7,11 @@ give an engine several maps, which it then changes between for every chunk. A ch
 samples goes through the stages in order, so while stage k works on chunk i, stage k+1
 works on chunk i-1: with T tiles on T engines a run takes about as long as its slowest
 tile alone, not T times it. An engine only ever works on one chunk of one stage at a time
-and keeps its map between chunks, so a map that held state from one step to the next
-could be fed step by step in the same way (chunks of one sequence in order).
+and keeps its map between chunks.
+
+One run of a multi-step netlist streams step by step (`stream_sequence`): every map has
+its own engine, keeps its state from step to step, and runs step t as soon as the values
+it takes are there, so map k works on step t+1 while map k+1 works on step t.
 
 `Stream` is the scheduler, the same for local processes (`LocalEngines`, here) and Ray
 actors (engine/cluster.py): a chunk whose engine fails (killed, crashed, its machine gone)
@@ -417,26 +420,31 @@ def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> No
             engine.close()
 
 
-def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list):
+def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
+                 stream: bool = True):
     """One run of a multi-step netlist through the maps of a tiled WAD, step by step
-    (mapgen/tiles.carry_sequence): an engine per map, each keeping its map loaded and its
-    own state (membranes, prev doors) from step to step. Every output and every value that
-    crosses maps is compared with the reference at every step; the first one that differs
-    is named with its step."""
+    (mapgen/tiles.SequenceCarry): an engine per map, each keeping its map loaded and its
+    own state (membranes, prev doors) from step to step; streamed (`stream_sequence`)
+    unless `stream` is False (then one map at a time, `carry_sequence`). Every output and
+    every value that crosses maps is compared with the reference at every step; the first
+    one that differs is named with its step."""
     from dsl.sequence import reference_run
     from engine.runner import Comparison
     from mapgen.tiles import carry_sequence
 
-    runners: list[MapRunner] = []
-    try:
-        for k, info in enumerate(infos):
-            runners.append(MapRunner(wad, info, f"MAP{k + 1:02d}"))
-        steps = carry_sequence(tiles, seq, net,
-                               lambda k, ins, t, fed: runners[k].infer(ins, first=t == 0, fed=fed),
-                               [set(info.get("feedback") or []) for info in infos])
-    finally:
-        for r in runners:
-            r.close()
+    fed_here = [set(info.get("feedback") or []) for info in infos]
+    if stream:
+        steps = stream_sequence(wad, infos, tiles, net, seq, fed_here)
+    else:
+        runners: list[MapRunner] = []
+        try:
+            for k, info in enumerate(infos):
+                runners.append(MapRunner(wad, info, map_name(k)))
+            steps = carry_sequence(tiles, seq, net, lambda k, ins, t, fed: runners[k].infer(
+                ins, first=t == 0, fed=fed), fed_here)
+        finally:
+            for r in runners:
+                r.close()
     res, _ = reference_run(net, seq)
     out = []
     for t, values in enumerate(steps):
@@ -449,3 +457,93 @@ def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list):
                               None if wrong is None else f"step {t}: {wrong} engine "
                               f"{values[wrong]} reference {ref[wrong]}"))
     return out
+
+
+class _Stopped(Exception):
+    """The run ended (done, or another map failed) before this value was handed on."""
+
+
+class _Handed:
+    """The values maps hand on, by step. A reader waits until its value is there; a value
+    of a step the run never reaches (it ended, or failed) stops the reader instead."""
+
+    def __init__(self):
+        import threading
+
+        self.cond = threading.Condition()
+        self.steps: dict[int, dict] = {}
+        self.last: int | None = None     # the step the done node ended the run at
+        self.error: BaseException | None = None
+
+    def put(self, t: int, values: dict) -> None:
+        with self.cond:
+            self.steps.setdefault(t, {}).update(values)
+            self.cond.notify_all()
+
+    def get(self, t: int, name: str) -> int:
+        with self.cond:
+            while name not in self.steps.get(t, {}):
+                if self.ended(t):
+                    raise _Stopped
+                self.cond.wait()
+            return self.steps[t][name]
+
+    def ended(self, t: int) -> bool:
+        return self.error is not None or (self.last is not None and t > self.last)
+
+    def end(self, t: int | None = None, error: BaseException | None = None) -> None:
+        with self.cond:
+            if t is not None:
+                self.last = t if self.last is None else min(self.last, t)
+            self.error = self.error or error
+            self.cond.notify_all()
+
+
+def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
+                    fed_here: list[set]) -> list[dict]:
+    """carry_sequence with every map in its own engine at once: each map runs its steps
+    in order as soon as its inputs are there, so while map k+1 works on step t, map k
+    already works on step t+1 (unless it reads a value map k+1 hands on at step t: then
+    it waits for it). A thread per map drives its engine (the engine runs in its own
+    process; the thread waits on it). Returns what carry_sequence does, or raises the
+    first map's error."""
+    import threading
+
+    from mapgen.tiles import SequenceCarry
+
+    rules, handed = SequenceCarry(tiles, net, fed_here), _Handed()
+
+    def drive(k: int) -> None:
+        runner = None
+        try:
+            runner = MapRunner(wad, infos[k], map_name(k))
+            for t, row in enumerate(seq):
+                if handed.ended(t):
+                    break
+                ins = rules.tile_inputs(k, t, row, handed.get)
+                out = dict(zip(tiles[k].outputs, runner.infer(ins, first=t == 0,
+                                                              fed=rules.fed(k, row))))
+                handed.put(t, out)
+                if rules.done is not None and out.get(rules.done) == 1:
+                    handed.end(t)
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, raised there
+            handed.end(error=e)
+        finally:
+            if runner is not None:
+                runner.close()
+
+    threads = [threading.Thread(target=drive, args=(k,), daemon=True)
+               for k in range(len(tiles))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if handed.error is not None:
+        raise handed.error
+    n = len(seq) if handed.last is None else handed.last + 1
+    steps: list[dict] = []
+    for t in range(n):
+        steps.append(rules.step_values(t, seq[t], handed.steps[t], steps[-1] if steps else None))
+    return steps

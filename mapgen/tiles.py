@@ -481,38 +481,73 @@ def _compile_one(job):
     return compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
 
 
-def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: list[set]):
-    """One run of a multi-step netlist through its tiles, step by step: `run_tile(k,
-    inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its own state).
-    Each step's inputs are the run's row (None: fed back), this step's values of earlier
-    tiles, and the previous step's values of the prev nodes and fed-back inputs a map does
-    not keep itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values
-    are only looked up by name and passed on. Returns every step's values by name, up to
-    the step at which the done node is 1."""
-    names = {n.id: n.name for n in net.nodes}
-    prevs = {n.name: n.gate for n in net.nodes if n.is_prev}
-    fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
-    ranges = {names[i]: net.nodes[i].gate for i in net.inputs}
-    before: dict | None = None
-    steps = []
-    for t, row in enumerate(seq):
-        fed = any(v is None for v in row)
-        values = {names[i]: v for i, v in zip(net.inputs, row)}
+class SequenceCarry:
+    """What crosses maps in one run of a multi-step netlist, step by step: each step's
+    inputs are the run's row (None: fed back), this step's values of earlier tiles, and the
+    previous step's values of the prev nodes and fed-back inputs a map does not keep
+    itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values are only
+    looked up by name and passed on (`carry_sequence`, engine/tiled.stream_sequence)."""
+
+    def __init__(self, tiles: list, net: Netlist, fed_here: list[set]):
+        names = {n.id: n.name for n in net.nodes}
+        self.tiles, self.net, self.fed_here = tiles, net, fed_here
+        self.inputs = [names[i] for i in net.inputs]
+        self.prevs = {n.name: (names[n.gate.src], n.gate.init) for n in net.nodes if n.is_prev}
+        self.fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
+        self.lo = {names[i]: net.nodes[i].gate.lo for i in net.inputs}
+        self.done = None if net.done is None else names[net.done]
+
+    def tile_inputs(self, k: int, t: int, row: list, get) -> list[int]:
+        """Tile k's inputs at step t; `get(step, name)` is a value some map handed on."""
+        given = dict(zip(self.inputs, row))
+        out = []
+        for name in self.tiles[k].inputs:
+            if name in self.prevs:
+                src, init = self.prevs[name]
+                out.append(init if t == 0 else get(t - 1, src))
+            elif name in given and given[name] is not None:
+                out.append(given[name])
+            elif name in given:   # fed back: inside the map (not used), or from another
+                out.append(self.lo[name] if name in self.fed_here[k]
+                           else get(t - 1, self.fed_from[name]))
+            else:
+                out.append(get(t, name))
+        return out
+
+    def fed(self, k: int, row: list) -> bool:
+        return any(v is None for v in row) and bool(self.fed_here[k])
+
+    def step_values(self, t: int, row: list, handed: dict, before: dict | None) -> dict:
+        """Step t's values by name: the inputs taken (fed-back ones resolved where a map
+        handed their node on), the prev values known outside their map (else None), and
+        what every map handed on."""
+        values = dict(zip(self.inputs, row))
         for x, v in list(values.items()):
-            if v is None and before is not None and fed_from[x] in before:
-                values[x] = before[fed_from[x]]
-        for name, g in prevs.items():  # None where only the map that keeps it knows it
-            values[name] = g.init if before is None else before.get(names[g.src])
+            if v is None and before is not None and self.fed_from[x] in before:
+                values[x] = before[self.fed_from[x]]
+        for name, (src, init) in self.prevs.items():
+            values[name] = init if before is None else before.get(src)
+        values.update(handed)
+        return values
+
+
+def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: list[set]):
+    """One run of a multi-step netlist through its tiles, step by step (`SequenceCarry`):
+    `run_tile(k, inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its
+    own state). Returns every step's values by name, up to the step at which the done node
+    is 1."""
+    rules = SequenceCarry(tiles, net, fed_here)
+    steps: list[dict] = []
+    for t, row in enumerate(seq):
+        handed: dict = {}
+
+        def get(step, name):
+            return handed[name] if step == t else steps[step][name]
+
         for k, tile in enumerate(tiles):
-            ins = []
-            for name in tile.inputs:
-                if values.get(name) is None and name in fed_here[k]:
-                    ins.append(ranges[name].lo)  # fed back inside the map: not used
-                else:
-                    ins.append(values[name])
-            values.update(zip(tile.outputs, run_tile(k, ins, t, fed and bool(fed_here[k]))))
-        steps.append(values)
-        before = values
-        if net.done is not None and values.get(names[net.done]) == 1:
+            ins = rules.tile_inputs(k, t, row, get)
+            handed.update(zip(tile.outputs, run_tile(k, ins, t, rules.fed(k, row))))
+        steps.append(rules.step_values(t, row, handed, steps[-1] if steps else None))
+        if rules.done is not None and steps[-1].get(rules.done) == 1:
             break
     return steps

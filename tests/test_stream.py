@@ -214,3 +214,54 @@ def test_stages_work_at_the_same_time(tmp_path):
     assert any(c0 > c1 and a0 < b1 and a1 < b0
                for (c1, s1), (a1, b1) in span.items() if s1 == 1
                for (c0, s0), (a0, b0) in span.items() if s0 == 0)
+
+
+# ------------------------------------------------------------------ multi-step runs, streamed
+def _recurrent_tiles(tmp_path, seed, n):
+    from dsl.random_net import recurrent
+    from mapgen.compile import load_wad, write_wad
+    from mapgen.tiles import compile_tiles
+
+    net = recurrent(seed, n_hidden=4, feedback=True)
+    tiles = plan_tiles(net, n_tiles=n)
+    path = str(tmp_path / f"rnn{seed}.wad")
+    write_wad(path, compile_tiles(tiles, net.name), net, tiles)
+    return net, load_wad(path)
+
+
+def test_a_recurrent_run_streams_through_its_maps_step_by_step(tmp_path):
+    """Three maps, each in its own engine at once, prev values and a fed-back input crossing
+    between them: every step exact, and the same as one map at a time."""
+    from dsl.sequence import random_sequence
+    from engine.tiled import run_sequence
+
+    net, lw = _recurrent_tiles(tmp_path, 4, 3)
+    seq = random_sequence(net, 30, 4)
+    streamed = run_sequence(lw.path, lw.infos, lw.tiles, net, seq)
+    in_turn = run_sequence(lw.path, lw.infos, lw.tiles, net, seq, stream=False)
+    assert len(streamed) == 30 and all(c.exact for c in streamed)
+    assert [c.engine for c in streamed] == [c.engine for c in in_turn]
+
+
+def test_a_map_that_fails_mid_sequence_ends_the_streamed_run(tmp_path, monkeypatch):
+    """The second map's engine fails at step 5: the run raises its error (no map waits
+    forever for a value that never comes) and every engine is closed."""
+    from dsl.sequence import random_sequence
+    from engine import tiled
+    from engine.runner import MapRunner
+
+    net, lw = _recurrent_tiles(tmp_path, 2, 2)
+    calls, closed = {}, []
+    infer, close = MapRunner.infer, MapRunner.close
+
+    def failing(self, x, first=False, fed=False):
+        n = calls[self.engine.map_name] = calls.get(self.engine.map_name, 0) + 1
+        if self.engine.map_name == "MAP02" and n == 6:
+            raise EngineError("MAP02: killed for the test")
+        return infer(self, x, first, fed)
+
+    monkeypatch.setattr(MapRunner, "infer", failing)
+    monkeypatch.setattr(MapRunner, "close", lambda self: (closed.append(1), close(self)))
+    with pytest.raises(EngineError, match="MAP02: killed for the test"):
+        tiled.run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 40, 2))
+    assert calls["MAP02"] == 6 and len(closed) == 2
