@@ -265,3 +265,38 @@ def test_a_map_that_fails_mid_sequence_ends_the_streamed_run(tmp_path, monkeypat
     with pytest.raises(EngineError, match="MAP02: killed for the test"):
         tiled.run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 40, 2))
     assert calls["MAP02"] == 6 and len(closed) == 2
+
+
+def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
+    """Two maps, the second reading the first: while MAP02 works on step t, MAP01 works on
+    a later step (some such pair of steps was under way at once), every step exact."""
+    import time
+
+    from dsl.parser import parse
+    from dsl.random_net import spiking_text
+    from dsl.sequence import random_sequence
+    from engine.runner import MapRunner
+    from engine.tiled import run_sequence
+    from mapgen.compile import load_wad, write_wad
+    from mapgen.tiles import compile_tiles
+
+    net = parse(spiking_text(5, n_in=2, n_out=3, steps=16))
+    tiles = plan_tiles(net, n_tiles=2)
+    path = str(tmp_path / "spk.wad")
+    write_wad(path, compile_tiles(tiles, net.name), net, tiles)
+    lw = load_wad(path)
+    span, infer = {}, MapRunner.infer
+
+    def timed(self, x, first=False, fed=False):
+        key = (self.engine.map_name, len([k for k in span if k[0] == self.engine.map_name]))
+        a = time.monotonic()
+        out = infer(self, x, first, fed)
+        span[key] = (a, time.monotonic())
+        return out
+
+    monkeypatch.setattr(MapRunner, "infer", timed)
+    got = run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 16, 5))
+    assert len(got) == 16 and all(c.exact for c in got)
+    assert any(t0 > t1 and a0 < b1 and a1 < b0
+               for (m1, t1), (a1, b1) in span.items() if m1 == "MAP02"
+               for (m0, t0), (a0, b0) in span.items() if m0 == "MAP01")
