@@ -224,7 +224,8 @@ def _first_line(e: Exception) -> str:
 
 def run_ray(ray, wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int,
             chunk: int = 20, progress=None, pipeline: bool = True, watch=None,
-            costs: list[float] | None = None) -> tuple[list[list[int]], int]:
+            costs: list[float] | None = None, start_grace: float | None = None
+            ) -> tuple[list[list[int]], int]:
     """engine.tiled.run_tiled on a Ray cluster (`ray` from `cluster()`): `workers` actors,
     each with its own engine, streamed through the tiles; outputs in input order and the
     total engine tics."""
@@ -234,5 +235,5 @@ def run_ray(ray, wad: str, infos: list[dict], tiles, net: Netlist, X, workers: i
     stages, per = plan_stages(costs or [tile_cost(i) for i in infos], max(1, workers))
     backend = RayEngines(ray, wad, infos, io, pipeline)
     finished = Stream(backend, stages, per, chunked(net, X, chunk), progress=progress,
-                      watch=watch).run()
+                      watch=watch, start_grace=start_grace).run()
     return collect(finished, net, len(X))

@@ -143,8 +143,10 @@ class Stream:
     is (chunk, stage)."""
 
     def __init__(self, backend, stages: list[list[int]], per_stage: list[int], chunks,
-                 retries: int = RETRIES, progress=None, watch=None):
+                 retries: int = RETRIES, progress=None, watch=None,
+                 start_grace: float | None = None):
         self.backend, self.stages, self.chunks = backend, stages, chunks
+        self.start_grace = START_GRACE if start_grace is None else start_grace
         self.retries, self.progress, self.watch = retries, progress, watch
         self.queues = [deque() for _ in stages]
         self.queues[0].extend(range(len(chunks)))
@@ -170,7 +172,7 @@ class Stream:
                 if events:
                     last = time.monotonic()
                 elif time.monotonic() - last > STALL_SECONDS and not any(
-                        w.state in ("idle", "busy") for w in self.workers):
+                        self._live(s) for s in range(len(self.stages))):
                     raise EngineError(f"no engine has been running for {STALL_SECONDS} s "
                                       "(every engine failed, and none could be started "
                                       "again)")
@@ -182,7 +184,7 @@ class Stream:
         """Whether the stage has an engine that runs, or one about to."""
         now = time.monotonic()
         return any(w.stage == stage and (w.state in ("idle", "busy") or w.state == "starting"
-                                         and now - w.started < START_GRACE)
+                                         and now - w.started < self.start_grace)
                    for w in self.workers)
 
     def _dispatch(self) -> None:
@@ -281,7 +283,8 @@ def collect(finished: dict[int, list], net: Netlist, n: int) -> tuple[list[list[
 
 def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int = 2,
               chunk: int = 20, progress=None, pipeline: bool = True, watch=None,
-              costs: list[float] | None = None) -> tuple[list[list[int]], int]:
+              costs: list[float] | None = None, start_grace: float | None = None
+              ) -> tuple[list[list[int]], int]:
     """Every sample of X through the tiles of `wad` (MAP01..), streamed over `workers`
     engine processes (module docstring). Returns the outputs in order and the total engine
     tics. `progress(n)` is called as samples finish; `watch(event, worker, task)` as
@@ -291,7 +294,7 @@ def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int 
     stages, per = plan_stages(costs or [tile_cost(i) for i in infos], workers)
     backend = LocalEngines(wad, infos, io, pipeline)
     finished = Stream(backend, stages, per, chunked(net, X, chunk), progress=progress,
-                      watch=watch).run()
+                      watch=watch, start_grace=start_grace).run()
     return collect(finished, net, len(X))
 
 
