@@ -548,5 +548,6 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     n = len(seq) if handed.last is None else handed.last + 1
     steps: list[dict] = []
     for t in range(n):
-        steps.append(rules.step_values(t, seq[t], handed.steps[t], steps[-1] if steps else None))
+        steps.append(rules.step_values(t, seq[t], handed.steps.get(t, {}),
+                                       steps[-1] if steps else None))
     return steps
