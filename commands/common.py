@@ -40,6 +40,13 @@ def add_tiles_option(p) -> None:
                         "as its size needs (default: one map)")
 
 
+def add_door_budget_option(p) -> None:
+    p.add_argument("--door-budget", type=int, metavar="N",
+                   help="split staircases longer than N doors into parallel sub-lanes: fewer "
+                        "tics per inference, more dolls (docs/transformer.md); with --tiles, "
+                        "in every tile")
+
+
 def add_throughput_options(p, workers: bool = True) -> None:
     """--no-pipeline and --ray (docs/throughput.md); with `workers`, --workers too."""
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
@@ -67,7 +74,8 @@ def check_tiles(tiles: str | None) -> int | str | None:
 def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None = None,
                door_budget: int | None = None):
     """(netlist, compiled maps, tiles or None) for a netlist file (or a loaded netlist).
-    `door_budget` splits staircases into parallel sub-lanes (one map only)."""
+    `door_budget` splits staircases into parallel sub-lanes, in one map or in every tile
+    (the planner counts their dolls)."""
     from dsl import load
     from dsl.diagnostics import VoodooError
 
@@ -76,13 +84,13 @@ def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None
 
     n_tiles = check_tiles(tiles)
     net = load(path) if isinstance(path, str) else path
-    if door_budget is not None and (n_tiles is not None or door_budget < 1):
-        raise VoodooError(f"--door-budget {door_budget}: give at least 1 door per sub-lane, "
-                          "for a single map (not with --tiles)")
+    if door_budget is not None and door_budget < 1:
+        raise VoodooError(f"--door-budget {door_budget}: give at least 1 door per sub-lane")
     if n_tiles is None:
         return net, [compile_netlist(net, title=title, acc=acc, door_budget=door_budget)], None
-    plan = plan_tiles(net, n_tiles=None if n_tiles == "auto" else n_tiles)
-    return net, compile_tiles(plan, title or net.name, acc=acc), plan
+    plan = plan_tiles(net, n_tiles=None if n_tiles == "auto" else n_tiles,
+                      door_budget=door_budget)
+    return net, compile_tiles(plan, title or net.name, acc=acc, door_budget=door_budget), plan
 
 
 def output_path(path: str | None, default: str | None = None, *, option: str = "-o",

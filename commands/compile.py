@@ -9,7 +9,7 @@ from dsl.diagnostics import VoodooError
 
 
 def add_arguments(p) -> None:
-    from commands.common import add_acc_option, add_tiles_option
+    from commands.common import add_acc_option, add_door_budget_option, add_tiles_option
 
     p.add_argument("file", help=".dnet or .json netlist")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
@@ -26,9 +26,7 @@ def add_arguments(p) -> None:
                         "with its controls), check every display against the reference and "
                         "take a picture of the outputs")
     add_tiles_option(p)
-    p.add_argument("--door-budget", type=int, metavar="N",
-                   help="split staircases longer than N doors into parallel sub-lanes: fewer "
-                        "tics per inference, more dolls (docs/transformer.md)")
+    add_door_budget_option(p)
     add_acc_option(p)
 
 

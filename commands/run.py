@@ -13,7 +13,8 @@ EXIT_HELP = ("exit status: 0 every output EXACT; 1 refused (bad arguments or inp
 
 
 def add_arguments(p) -> None:
-    from commands.common import (add_acc_option, add_throughput_options, add_tiles_option,
+    from commands.common import (add_acc_option, add_door_budget_option,
+                                 add_throughput_options, add_tiles_option,
                                  allow_negative_vectors)
 
     allow_negative_vectors(p)
@@ -37,6 +38,7 @@ def add_arguments(p) -> None:
                         "values, verdict and tics of every inference")
     p.add_argument("-o", "--output", help="WAD to write (default wads/<network>.wad)")
     add_tiles_option(p)
+    add_door_budget_option(p)
     add_acc_option(p)
     add_throughput_options(p)
 
@@ -63,10 +65,11 @@ def run(args) -> int:
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
                        debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
                        as_json=args.json, pipeline=args.pipeline, ray=args.ray,
-                       workers=args.workers, steps=args.steps)
+                       workers=args.workers, steps=args.steps, door_budget=args.door_budget)
 
 
-def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> list:
+def _check_options(file: str, inputs, random: int, seed: int, output, tiles,
+                   door_budget=None) -> list:
     """Everything that needs no netlist, checked first: the parsed --input rows."""
     from commands.common import check_tiles, output_path
     from commands.eval import parse_vector
@@ -77,9 +80,12 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> 
     if not 0 <= seed < 2**63:
         raise VoodooError(f"--seed {seed}: give a seed of 0 or more")
     check_tiles(tiles)
+    if door_budget is not None and door_budget < 1:
+        raise VoodooError(f"--door-budget {door_budget}: give at least 1 door per sub-lane")
     if file.lower().endswith(".wad"):
-        if tiles is not None or output is not None:
-            flag = "--tiles" if tiles is not None else "-o"
+        if tiles is not None or output is not None or door_budget is not None:
+            flag = "--tiles" if tiles is not None else "-o" if output is not None else \
+                "--door-budget"
             raise VoodooError(f"{flag}: {file} is already compiled; {flag} applies when "
                               "running a netlist (.dnet or .json)")
     elif output is not None:
@@ -90,7 +96,8 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> 
 def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
                 output: str | None = None, tiles: str | None = None,
                 acc: str = "internal", as_json: bool = False, pipeline: bool = True,
-                ray: str | None = None, workers: int = 2, steps: int | None = None) -> int:
+                ray: str | None = None, workers: int = 2, steps: int | None = None,
+                door_budget: int | None = None) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
     from commands.common import build_maps, default_wad, output_path, writing
@@ -99,7 +106,7 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     from dsl.diagnostics import VoodooError
     from mapgen.compile import load_wad, write_wad
 
-    rows = _check_options(file, inputs, random, seed, output, tiles)
+    rows = _check_options(file, inputs, random, seed, output, tiles, door_budget)
     wad = file.lower().endswith(".wad")
     loaded = load_wad(file) if wad else None
     net = loaded.net if wad else load(file)
@@ -108,7 +115,7 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     rows = _planned(net, rows, random, seed, steps)
     if not wad:
         out = output_path(output, default_wad(net.name), sources=(file,))
-        net, maps, plan = build_maps(net, tiles, acc)
+        net, maps, plan = build_maps(net, tiles, acc, door_budget=door_budget)
         with writing(out, "the WAD"):
             write_wad(out, maps, net, plan)
         loaded = load_wad(out)

@@ -15,6 +15,15 @@ from .ranges import analyse
 
 MAX_HINTS = 50
 
+# Too large for any map plan, told before anything is elaborated. Every input and every
+# gated neuron is a lane of at least one doll in some map, and every map of a plan is in one
+# WAD, whose directory addresses lumps with signed 32-bit offsets (at most 2 GiB). A lane
+# costs that WAD at least MIN_LANE_WAD_BYTES (its sectors, lines and things in TEXTMAP
+# alone: 6,055 bytes measured for the smallest lane, an input of 0..1;
+# tests/test_map_limits.py checks the bound against the compiler).
+MAX_WAD_BYTES = 2**31 - 1
+MIN_LANE_WAD_BYTES = 4096
+
 # -------------------------------------------------------------------------------- builder
 class NetBuilder:
     """Builds a Netlist from declarations, collecting every problem with its position."""
@@ -92,6 +101,22 @@ class NetBuilder:
                        f"use a value within -{limit}..{limit}")
             return max(-limit, min(limit, value))
         return value
+
+    # -- size, before elaboration -----------------------------------------------------------
+    def refuse_oversized(self, lanes: int, inputs: int, pos: Pos) -> None:
+        """Stop at once (raise) when the declarations alone need more lanes (`lanes`: the
+        declared inputs and gated neurons, `inputs` of them inputs) than any tile plan can
+        write: elaborating a million elements takes minutes and gigabytes, this a glance."""
+        need = lanes * MIN_LANE_WAD_BYTES
+        if need <= MAX_WAD_BYTES:
+            return
+        self.error(pos, f"the network declares {lanes:,} lanes ({inputs:,} inputs and "
+                        f"{lanes - inputs:,} gated neurons, each a doll's lane in some map): any "
+                        f"plan of maps for it needs at least {need / 2**30:.1f} GiB of WAD, "
+                        f"more than a WAD holds ({MAX_WAD_BYTES / 2**30:.0f} GiB)",
+                   f"at most {MAX_WAD_BYTES // MIN_LANE_WAD_BYTES:,} inputs and gated "
+                   "neurons fit in any plan; use fewer or smaller vectors")
+        self.diag.check()
 
     # -- declarations -----------------------------------------------------------------------
     def declare(self, name: str, size: int | None, gate: Gate, pos: Pos) -> list[int]:

@@ -228,6 +228,7 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     if not isinstance(vectors, list):
         raise CompileError([Diagnostic(r.at("vectors"), "missing list of vectors",
                                        '"vectors": [{"name": ..., "size": ..., "gate": ...}]')])
+    r.refuse_oversized(vectors)
     for k, v in enumerate(vectors):
         r.vector(v, f"vectors[{k}]")
     r.declare_products()
@@ -252,6 +253,20 @@ class _Reader:
         self.b = NetBuilder(filename)
         self.products: list = []   # declared after every vector: operands may come later
         self.prevs: list = []      # (vector, path): prev vectors, once what they read is known
+
+    def refuse_oversized(self, vectors: list) -> None:
+        """NetBuilder.refuse_oversized over the declared sizes, before any is built."""
+        lanes = inputs = 0
+        for v in vectors:
+            g = v.get("gate") if isinstance(v, dict) else None
+            size = v.get("size") if isinstance(v, dict) else None
+            kind = g.get("kind") if isinstance(g, dict) else None
+            n = size if _is_int(size) and size > 0 else 1
+            if kind == "input":
+                inputs += n
+            if kind not in ("identity", "product"):
+                lanes += n
+        self.b.refuse_oversized(lanes, inputs, self.at("vectors"))
 
     def at(self, path: str) -> Pos:
         return Pos(f"{self.filename}:{path}")

@@ -159,6 +159,9 @@ class _Elaborator:
             if s.data == "table_stmt":
                 self.table_stmt(s)
         decl_kinds = ("input_stmt", "neuron_stmt", "network_stmt", "steps_stmt")
+        lanes, inputs, biggest = _declared_lanes(stmts)
+        self.b.refuse_oversized(lanes, inputs, self.pos(biggest) if biggest else
+                                Pos(self.file, 1, 1))
         inline: list = []
         later: list = []  # (statement index, callable): connections in source order
         for k, s in enumerate(stmts):
@@ -565,3 +568,24 @@ class _Elaborator:
             return
         for nid in self.b.declare_pairs(f"{dname}.dot{k}", list(zip(u, v)), pos):
             self.b.add_line(nid, dst, w, pos)
+
+
+def _declared_lanes(stmts) -> tuple[int, int, object]:
+    """(inputs and gated neuron elements, inputs, the largest such declaration) that the
+    declarations ask for, read off the tree before anything is built
+    (NetBuilder.refuse_oversized)."""
+    lanes = inputs = most = 0
+    biggest = None
+    for s in stmts:
+        if s.data not in ("input_stmt", "neuron_stmt"):
+            continue
+        size = s.children[0].children[1]
+        n = 1 if size is None or len(str(size)) > MAX_DIGITS else int(str(size))
+        if s.data == "input_stmt":
+            inputs += n
+        elif str(s.children[1].children[0]) in ("identity", "product"):
+            continue
+        lanes += n
+        if n > most:
+            most, biggest = n, s.children[0]
+    return lanes, inputs, biggest

@@ -1,11 +1,13 @@
-"""Engine work on a Ray cluster: the samples of a run, in shards, through every map of a
-WAD, each shard on a Ray actor that holds its own engine.
+"""Engine work on a Ray cluster: the samples of a run, in chunks, streamed through the maps
+of a WAD, on Ray actors that each hold an engine.
 
-The same work as engine/tiled.py's local processes (`run_chunk` is shared), fanned out to
-whatever machines the cluster has; `run_engines` picks one or the other. Results come back in input order and are the same
-integers a local run gives. Ray is imported only here, and only when a run asks for it
-(`--ray auto|ADDRESS`): nothing else in the project loads it. docs/throughput.md says how to
-start a cluster and what each worker needs.
+The same scheduler as engine/tiled.py's local processes (`Stream`, with `run_chunk` in
+every engine), with actors placed wherever the cluster has CPUs; `run_engines` picks one or
+the other. An actor that dies (its engine killed, its node gone) costs only the chunk it
+was running, which runs again on another actor. Results come back in input order and are
+the same integers a local run gives. Ray is imported only here, and only when a run asks
+for it (`--ray auto|ADDRESS`): nothing else in the project loads it. docs/throughput.md
+says how to start a cluster and what each worker needs.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dsl.ir import Netlist
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a worker does not need of the project (the working directory is shipped to it).
-EXCLUDES = [".git", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
+EXCLUDES = [".git", ".venv", "wads", "*.wad", "__pycache__", ".pytest_cache", ".hypothesis", "docs/img"]
 
 
 def check_workers(n: int) -> int:
@@ -27,19 +29,18 @@ def check_workers(n: int) -> int:
 
 
 def run_engines(wad: str, infos, tiles, net: Netlist, X, *, workers: int = 2,
-                ray: str | None = None, pipeline: bool = True, chunk: int = 20, progress=None
-                ) -> tuple[list[list[int]], int]:
+                ray: str | None = None, pipeline: bool = True, chunk: int = 20, progress=None,
+                watch=None, costs: list[float] | None = None) -> tuple[list[list[int]], int]:
     """Every row of X through the maps of `wad`: in local engine processes
     (engine.tiled.run_tiled), or as Ray actors with `ray` (then Ray is imported, and only
     then). Outputs in input order, and the engine tics."""
+    kw = dict(chunk=chunk, progress=progress, pipeline=pipeline, watch=watch, costs=costs)
     if ray:
         with cluster(ray, num_cpus=workers) as r:
-            return run_ray(r, wad, infos, tiles, net, X, workers, chunk=chunk,
-                           progress=progress, pipeline=pipeline)
+            return run_ray(r, wad, infos, tiles, net, X, workers, **kw)
     from engine.tiled import run_tiled
 
-    return run_tiled(wad, infos, tiles, net, X, workers=workers, chunk=chunk, progress=progress,
-                     pipeline=pipeline)
+    return run_tiled(wad, infos, tiles, net, X, workers=workers, **kw)
 
 
 def start_local(ray, num_cpus: int | None = None) -> None:
@@ -117,27 +118,36 @@ def _answers(address: str, timeout: float = 5.0) -> None:
 
 class ShardWorker:
     """A Ray actor's state: one engine on its own copy of the WAD (sent as bytes, so a
-    worker needs no shared disk)."""
+    worker needs no shared disk), started on its stage's first map and kept between
+    chunks (engine/tiled.py)."""
 
     def __init__(self, wad_bytes: bytes, infos: list[dict], io: list[tuple[list, list]],
-                 pipeline: bool):
+                 pipeline: bool, first_map: int = 0):
         import tempfile
 
         from engine.doom import Engine
+        from engine.tiled import map_name
 
         self.dir = tempfile.mkdtemp(prefix="voodoonet-ray-")
         self.wad = os.path.join(self.dir, "map.wad")
         with open(self.wad, "wb") as f:
             f.write(wad_bytes)
         self.infos, self.io, self.pipeline = infos, io, pipeline
-        self.engine = Engine(self.wad, "MAP01")
+        self.engine = Engine(self.wad, map_name(first_map))
         self.runners: dict = {}  # engine.tiled.run_chunk keeps its map's runner here
 
-    def run(self, chunk: list[tuple[int, dict]]) -> list[tuple[int, dict, int]]:
+    def ready(self) -> tuple[int, str]:
+        """(this actor's pid, its node's id), once its engine runs."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def run(self, chunk: list[tuple[int, dict]], maps: list[int] | None = None
+            ) -> list[tuple[int, dict, int]]:
         from engine.tiled import run_chunk
 
         return run_chunk(self.engine, self.wad, self.infos, self.io, chunk, self.pipeline,
-                         self.runners)
+                         self.runners, maps)
 
     def close(self) -> None:
         import shutil
@@ -146,35 +156,84 @@ class ShardWorker:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_ray(ray, wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int,
-            chunk: int = 20, progress=None, pipeline: bool = True) -> tuple[list[list[int]], int]:
-    """engine.tiled.run_tiled on a Ray cluster (`ray` from `cluster()`): `workers` actors,
-    each with its own engine; outputs in input order and the total engine tics."""
-    from ray.util import ActorPool
+class RayEngines:
+    """engine.tiled.Stream's backend of Ray actors (ShardWorker), anywhere on the cluster.
+    An actor that dies (its engine killed, its node gone) fails the call it was running;
+    its replacement is placed wherever the cluster has a CPU, or waits until one is free."""
 
-    names_in = [net.nodes[i].name for i in net.inputs]
-    names_out = [net.nodes[o].name for o in net.outputs]
-    io = [(t.inputs, t.outputs) for t in tiles]
-    work = [(i, dict(zip(names_in, map(int, x)))) for i, x in enumerate(X)]
-    chunks = [work[i:i + chunk] for i in range(0, len(work), chunk)]
-    with open(wad, "rb") as f:
-        wad_ref = ray.put(f.read())
-    Actor = ray.remote(num_cpus=1)(ShardWorker)
-    actors = [Actor.remote(wad_ref, infos, io, pipeline) for _ in range(max(1, workers))]
-    results: dict[int, list[int]] = {}
-    total_tics = 0
-    try:
-        pool = ActorPool(actors)
-        for done in pool.map_unordered(lambda a, c: a.run.remote(c), chunks):
-            for idx, values, tics in done:
-                results[idx] = [values[n] for n in names_out]
-                total_tics += tics
-            if progress:
-                progress(len(done))
-    finally:
+    def __init__(self, ray, wad: str, infos: list[dict], io, pipeline: bool):
+        with open(wad, "rb") as f:
+            self.wad_ref = ray.put(f.read())
+        self.ray, self.args = ray, (infos, io, pipeline)
+        self.Actor = ray.remote(num_cpus=1, max_restarts=0)(ShardWorker)
+        self.actors: dict[int, object] = {}
+        self.up: set[int] = set()   # workers whose actor has started
+        self.pending: dict[object, tuple] = {}   # ObjectRef -> (worker, event kind, task)
+
+    def start(self, w, first_map: int) -> None:
+        a = self.Actor.remote(self.wad_ref, *self.args, first_map)
+        self.actors[w.id] = a
+        self.pending[a.ready.remote()] = (w, "ready", None)
+
+    def submit(self, w, task: tuple, chunk, maps: list[int]) -> None:
+        self.pending[self.actors[w.id].run.remote(chunk, maps)] = (w, "done", task)
+
+    def events(self, timeout: float) -> list[tuple]:
+        import time
+
+        if not self.pending:
+            time.sleep(min(timeout, 0.2))
+            return []
+        ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=timeout)
+        if ready:  # and whatever else is ready by now
+            ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending),
+                                     timeout=0)
+        out = []
+        for ref in ready:
+            w, kind, task = self.pending.pop(ref)
+            try:
+                out.append((w, kind, self.ray.get(ref), task))
+                self.up.add(w.id)
+            except Exception as e:  # RayActorError, RayTaskError(EngineError), ...
+                out.append((w, "failed", _first_line(e), task))
+        return out
+
+    def stop(self, w) -> None:
+        self.pending = {r: v for r, v in self.pending.items() if v[0] is not w}
+        a = self.actors.pop(w.id, None)
+        if a is not None:
+            self.ray.kill(a, no_restart=True)
+
+    def close(self) -> None:
+        live = [a for k, a in self.actors.items() if k in self.up]
         try:  # engines closed before their actors go, or the engine processes outlive them
-            ray.get([a.close.remote() for a in actors], timeout=30)
+            if live:
+                self.ray.wait([a.close.remote() for a in live], num_returns=len(live),
+                              timeout=30)
         finally:
-            for a in actors:
-                ray.kill(a)
-    return [results[i] for i in range(len(X))], total_tics
+            for a in self.actors.values():   # and those never placed
+                self.ray.kill(a, no_restart=True)
+            self.actors.clear()
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    useful = [t for t in text if "Error" in t and not t.startswith(" ")]
+    return (useful[-1] if useful else text[0] if text else type(e).__name__)[:300]
+
+
+def run_ray(ray, wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int,
+            chunk: int = 20, progress=None, pipeline: bool = True, watch=None,
+            costs: list[float] | None = None, start_grace: float | None = None
+            ) -> tuple[list[list[int]], int]:
+    """engine.tiled.run_tiled on a Ray cluster (`ray` from `cluster()`): `workers` actors,
+    each with its own engine, streamed through the tiles; outputs in input order and the
+    total engine tics."""
+    from engine.tiled import Stream, chunked, collect, plan_stages, tile_cost
+
+    io = [(t.inputs, t.outputs) for t in tiles]
+    stages, per = plan_stages(costs or [tile_cost(i) for i in infos], max(1, workers))
+    backend = RayEngines(ray, wad, infos, io, pipeline)
+    finished = Stream(backend, stages, per, chunked(net, X, chunk), progress=progress,
+                      watch=watch, start_grace=start_grace).run()
+    return collect(finished, net, len(X))

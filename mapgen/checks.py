@@ -33,9 +33,10 @@ from . import physics as P
 from .layout import Layout
 from .program import RESET_ORDER, RESET_TIC, Pipeline, Schedule, lane_targets, run_tics
 
-MAX_DOLLS = 4000
-MAX_SECTORS = 65535
-MAX_LINES = 400_000
+# What one map may hold (measured: bench/map_limits.py, docs/physics.md).
+MAX_DOLLS = P.MAX_DOLLS
+MAX_SECTORS = P.MAX_SECTORS
+MAX_LINES = P.MAX_LINES
 MAX_TAG = 65535
 # Sides of one sector: ViZDoom segfaults loading a map with a sector of more than 32,767
 # (measured: a room with 8,000 square holes, 32,004 sides, loads; 8,300, 33,204, does not).
@@ -286,7 +287,55 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))
-    return out
+    return out + check_crowded_sectors(layout) + check_script_starts(layout)
+
+
+def check_crowded_sectors(layout: Layout) -> list[Diagnostic]:
+    """No sector bordered by more lines than the engine loads (P.MAX_SECTOR_LINES): the
+    hall of lights borders every light tile."""
+    m = layout.model
+    count: dict[int, int] = {}
+    for line in m.lines:
+        sides = {m.sides[line.front].sector} | ({m.sides[line.back].sector}
+                                                 if line.back >= 0 else set())
+        for sec in sides:
+            count[sec] = count.get(sec, 0) + 1
+    crowded = [(n, sec) for sec, n in count.items() if n > P.MAX_SECTOR_LINES]
+    if not crowded:
+        return []
+    n, sec = max(crowded)
+    what = m.sectors[sec].comment or f"sector {sec}"
+    return [Diagnostic(Pos(layout.circuit.net.source),
+                       f"{n:,} lines border one sector ({what}); the engine loads at most "
+                       f"{P.MAX_SECTOR_LINES:,}", "split the network over several maps "
+                       f"(tiles): the hall of lights holds at most {P.MAX_HALL_LIGHTS:,} "
+                       "lights")]
+
+
+def check_script_starts(layout: Layout) -> list[Diagnostic]:
+    """One step starts every input script (and a sequence's membrane reset) with its
+    inference or beat script in one tic; the engine takes P.MAX_SCRIPT_STARTS."""
+    net = layout.circuit.net
+    groups = -(-len(net.inputs) // P.PUKE_ARGS)
+    starts = groups + 1 + (net.steps > 1)
+    if starts <= P.MAX_SCRIPT_STARTS:
+        return []
+    return [Diagnostic(Pos(net.source), f"{len(net.inputs):,} inputs take {groups:,} input "
+                                        f"scripts in one tic; the engine starts at most "
+                                        f"{P.MAX_SCRIPT_STARTS} scripts a tic (at most "
+                                        f"{P.MAX_MAP_INPUTS:,} inputs a map)",
+                       "split the network over several maps (tiles), each taking part of "
+                       "the inputs")]
+
+
+def check_acs_size(source: str, net) -> None:
+    """The generated ACS must fit the ACS compiler (P.MAX_ACS_CHARS): said before it is
+    compiled, about the network, not about a file the user never wrote."""
+    if len(source) > P.MAX_ACS_CHARS:
+        raise CompileError([Diagnostic(
+            Pos(net.source), f"the map's ACS would be {len(source):,} characters; the ACS "
+                             f"compiler takes at most {P.MAX_ACS_CHARS:,}",
+            "split the network over several maps (--tiles auto)")])
 
 
 BEAT_ORDER = 1000  # orders of one beat's events lie below this (program.ORDER, slots of 10)
@@ -300,31 +349,35 @@ def _unroll(pipe: Pipeline, beats: int, period: int) -> list[tuple]:
             for b in range(beats) for e in pipe.events]
 
 
-def _lane_rides(layout: Layout, events: list[tuple]) -> dict[int, list[tuple]]:
+def _lane_rides(layout: Layout, events: list[tuple], ride: list[int] | None = None
+                ) -> dict[int, list[tuple]]:
     """Lane -> its rides in time order: (release key, park key, ride end tic, inference);
-    the park key is None for a doll released again before it was parked."""
+    the park key is None for a doll released again before it was parked. `ride`: each
+    lane's run_tics (computed here when not given)."""
+    if ride is None:
+        ride = [run_tics(g.reach()) for g in layout.lanes]
     rides: dict[int, list] = {}
     start: dict[int, tuple] = {}
     for tic, order, kind, i, inf in sorted(events):
         if kind == "release":
             if i in start:  # released again before it was parked: a ride with no park
                 t0, o0, inf0 = start[i]
-                need = run_tics(layout.lanes[i].reach())
+                need = ride[i]
                 rides.setdefault(i, []).append(((t0, o0), None, t0 + need - 1, inf0))
             start[i] = (tic, order, inf)
         elif kind == "park" and i in start:
             t0, o0, inf0 = start.pop(i)
-            need = run_tics(layout.lanes[i].reach())
+            need = ride[i]
             rides.setdefault(i, []).append(((t0, o0), (tic, order), t0 + need - 1, inf0))
     return rides
 
 
-def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
+def _check_lanes(layout: Layout, events: list[tuple], rides: dict[int, list[tuple]]
+                 ) -> list[Diagnostic]:
     from .program import door_speed
 
     out = []
     names, net = _names(layout), layout.circuit.net
-    rides = _lane_rides(layout, events)
     moves: dict[int, list[tuple[int, int]]] = {}
     for tic, _, kind, i, _ in sorted(events):
         if kind == "copy":
@@ -357,32 +410,33 @@ def _check_lanes(layout: Layout, events: list[tuple]) -> list[Diagnostic]:
     return out
 
 
-def _light_problems(by_inf: dict[int, list], writer_lanes: set[int], whole) -> list[str]:
+def _light_problems(by_inf: dict[int, dict], n_writers: int, whole) -> list[str]:
     """One light's uses, by inference: reset before its writes, every writer's ride of
-    that inference before each read, and no overlap with another inference's uses."""
+    that inference before each read, and no overlap with another inference's uses.
+    `by_inf[inf]` holds the reset and read keys, and the writes as (first key, last key,
+    lanes): the rides of lanes that ride alike, counted once (see _check_light_use)."""
     bad = []
     spans = []
-    for inf, uses in sorted(by_inf.items()):
-        resets = [u[1] for u in uses if u[0] == "reset"]
-        writes = [u for u in uses if u[0] == "write"]
-        reads = [u[1] for u in uses if u[0] == "read"]
+    for inf, use in sorted(by_inf.items()):
+        resets, reads, writes = use["reset"], use["read"], use["write"]
         if writes:
-            first = min(w[1] for w in writes)
-            last = max(w[2] for w in writes)
+            first = min(w[0] for w in writes)
+            last = max(w[1] for w in writes)
             if resets and max(resets) >= first:
                 bad.append(f"reset at tic {max(resets)[0]} after a doll of the same inference "
                            f"started adding at tic {first[0]}")
             if reads and min(reads) <= last:
                 bad.append(f"read at tic {min(reads)[0]} while a doll may still add to it "
                            f"(until tic {last[0]})")
-        if inf in whole and reads and writer_lanes:
-            rode = {w[3] for w in writes if w[2] < min(reads)}
-            if writer_lanes - rode:
-                bad.append(f"inference {inf} reads it before {len(writer_lanes - rode)} of its "
-                           f"{len(writer_lanes)} writing lanes rode for it")
+        if inf in whole and reads and n_writers:
+            rode = sum(n for _, end, n in writes if end < min(reads))
+            if rode < n_writers:
+                bad.append(f"inference {inf} reads it before {n_writers - rode} of its "
+                           f"{n_writers} writing lanes rode for it")
             elif not resets:
                 bad.append(f"inference {inf} reads it without resetting it")
-        spans.append((min(u[1] for u in uses), max(u[2] for u in uses), inf))
+        keys = resets + reads + [k for w in writes for k in w[:2]]
+        spans.append((min(keys), max(keys), inf))
     spans.sort()
     for (a0, a1, i), (b0, b1, j) in zip(spans, spans[1:]):
         if b0 <= a1:
@@ -399,9 +453,10 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     pipe = sched.pipeline
     if pipe is None:
         return []
-    out = _check_period(layout, sched, pipe.period)
+    facts = pipeline_facts(layout)
+    out = _check_period(layout, sched, pipe.period, facts)
     if not out and pipe.batch_step != pipe.period:
-        out = _check_period(layout, sched, pipe.batch_step)
+        out = _check_period(layout, sched, pipe.batch_step, facts)
     if any(e.tic > pipe.beat_tics for e in pipe.events):
         out.append(Diagnostic(Pos(layout.circuit.net.source), "pipelined beat: events after "
                               f"the beat's end (tic {pipe.beat_tics}): the next beat starts "
@@ -413,13 +468,25 @@ def check_pipeline(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _check_period(layout: Layout, sched: Schedule, period: int) -> list[Diagnostic]:
+def pipeline_facts(layout: Layout) -> dict:
+    """What every unrolled check of one layout needs, computed once: the lanes that write
+    each light, and each lane's ride in tics."""
+    return {"lanes_of": light_lanes(layout),
+            "ride": [run_tics(g.reach()) for g in layout.lanes]}
+
+
+def _check_period(layout: Layout, sched: Schedule, period: int, facts: dict | None = None
+                  ) -> list[Diagnostic]:
+    """check_pipeline at one interval; `facts` (pipeline_facts) when the caller has them."""
+    facts = facts or pipeline_facts(layout)
     pipe = sched.pipeline
     depth = max((e.offset for e in pipe.events), default=0) + 1
     overlap = -(-pipe.beat_tics // period)  # beats that one beat's events reach into
     beats = depth + overlap + 2  # whole inferences, each with neighbours on both sides
     events = _unroll(pipe, beats, period)
-    return _check_lanes(layout, events) + _check_light_use(layout, sched, events, depth, beats)
+    rides = _lane_rides(layout, events, facts["ride"])
+    return _check_lanes(layout, events, rides) + _check_light_use(
+        layout, sched, events, depth, beats, facts["lanes_of"], rides)
 
 
 def fit_batch_period(layout: Layout, sched: Schedule) -> None:
@@ -434,50 +501,63 @@ def fit_batch_period(layout: Layout, sched: Schedule) -> None:
     copy = {e.what: e.tic for e in pipe.events if e.kind == "copy"}
     park = {e.what: e.tic for e in pipe.events if e.kind == "park"}
     low, high = max([1] + [park[i] - copy.get(i, park[i]) for i in park]), pipe.period
+    facts = pipeline_facts(layout)
     while low < high:  # the shortest safe interval in [low, period]: safety is monotone
         mid = (low + high) // 2
-        if _check_period(layout, sched, mid):
+        if _check_period(layout, sched, mid, facts):
             low = mid + 1
         else:
             high = mid
     pipe.batch_period = high
 
 
+def light_lanes(layout: Layout) -> dict[int, list[int]]:
+    """Light tag -> the lanes whose lines add to it or set it (group tags resolved)."""
+    lanes_of: dict[int, list[int]] = {}
+    for i, g in enumerate(layout.lanes):
+        for tag in lane_targets(layout, g):
+            lanes_of.setdefault(tag, []).append(i)
+    return lanes_of
+
+
 def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth: int,
-                     beats: int) -> list[Diagnostic]:
+                     beats: int, lanes_of: dict[int, list[int]],
+                     rides: dict[int, list[tuple]]) -> list[Diagnostic]:
+    """Every light's resets, writes and reads over the unrolled beats (_light_problems).
+    Lanes that ride alike (the same rides, tic for tic) write a light alike, so a light's
+    writes are counted per kind of ride instead of per lane: a dense layer's lights each
+    have hundreds of writing lanes, but their lanes ride in a few ways."""
+    from collections import Counter
+
     c = layout.circuit
     names = _names(layout)
-    targets = {i: lane_targets(layout, g) for i, g in enumerate(layout.lanes)}
-    lanes_of: dict[int, set[int]] = {}   # light -> the lanes that write it
-    for i, tags in targets.items():
-        for tag in tags:
-            lanes_of.setdefault(tag, set()).add(i)
-    # light -> inference -> [(kind, first key, last key, lane, beat)]; a key is (tic, order),
-    # and a doll's ride covers whole tics (its order against ACS within a tic is not ours to
-    # know)
-    use: dict[int, dict[int, list]] = {}
-    for i, rs in _lane_rides(layout, events).items():
-        for rel, _, end, inf in rs:
-            for tag in targets[i]:
-                use.setdefault(tag, {}).setdefault(inf, []).append(
-                    ("write", (rel[0], -1), (end, 10**9), i, rel[1] // BEAT_ORDER))
+    # lane -> its kind of ride; a kind -> [(inference, first key, last key, beat)]. A key
+    # is (tic, order); a doll's ride covers whole tics (its order against ACS within a tic
+    # is not ours to know).
+    kinds: dict[tuple, int] = {}
+    kind_of: dict[int, int] = {}
+    for i, rs in rides.items():
+        sig = tuple((inf, (rel[0], -1), (end, 10**9), rel[1] // BEAT_ORDER)
+                    for rel, _, end, inf in rs)
+        kind_of[i] = kinds.setdefault(sig, len(kinds))
+    rides_of = {k: sig for sig, k in kinds.items()}
+    raw: dict[int, list] = {}   # light -> [(kind of use, inference, beat, entry)]
+    for tag, lanes in lanes_of.items():
+        for k, n in Counter(kind_of[i] for i in lanes if i in kind_of).items():
+            for inf, first, last, beat in rides_of[k]:
+                raw.setdefault(tag, []).append(("write", inf, beat, (first, last, n)))
     for tic, order, kind, what, inf in events:
         if kind == "reset":
-            use.setdefault(what, {}).setdefault(inf, []).append(
-                ("reset", (tic, order), (tic, order), None, order // BEAT_ORDER))
-        elif kind in ("copy", "read"):
-            tag = (layout.lanes[what].lane.source[1] if kind == "copy" else
-                   sched.output_slots[what][0])
-            if kind == "copy" and layout.lanes[what].lane.source[0] != "light":
-                continue
-            use.setdefault(tag, {}).setdefault(inf, []).append(
-                ("read", (tic, order), (tic, order), None, order // BEAT_ORDER))
+            raw.setdefault(what, []).append(("reset", inf, order // BEAT_ORDER, (tic, order)))
+        elif kind == "read" or (kind == "copy" and layout.lanes[what].lane.source[0] == "light"):
+            tag = (sched.output_slots[what][0] if kind == "read" else
+                   layout.lanes[what].lane.source[1])
+            raw.setdefault(tag, []).append(("read", inf, order // BEAT_ORDER, (tic, order)))
     out = []
-    for tag, by_inf in sorted(use.items()):
+    for tag, uses in sorted(raw.items()):
         light = c.light(tag)
-        if not any(u[0] == "read" for uses in by_inf.values() for u in uses):
-            by_inf = _by_beat(by_inf)  # never read: one lifetime per beat (reset_slots)
-        bad = _light_problems(by_inf, lanes_of.get(tag, set()), range(0, beats - depth + 1))
+        bad = _light_problems(_grouped(uses), len(lanes_of.get(tag, ())),
+                              range(0, beats - depth + 1))
         if bad:
             out.append(Diagnostic(c.net.nodes[light.node].pos,
                                   f"pipelined beat: the {light.role} light of "
@@ -487,14 +567,15 @@ def _check_light_use(layout: Layout, sched: Schedule, events: list[tuple], depth
     return out
 
 
-def _by_beat(by_inf: dict[int, list]) -> dict[int, list]:
-    """A light's uses regrouped by the beat they happen in: a light the beat never reads
-    lives from its reset to its last write of the same beat, whichever inferences its
-    writers serve."""
-    out: dict[int, list] = {}
-    for uses in by_inf.values():
-        for u in uses:
-            out.setdefault(u[4], []).append(u)
+def _grouped(uses: list[tuple]) -> dict[int, dict]:
+    """A light's uses by inference, for _light_problems. A light the beat never reads
+    (program.reset_slots) is grouped by the beat instead: it lives from its reset to its
+    last write of the same beat, whichever inferences its writers serve."""
+    never_read = not any(u[0] == "read" for u in uses)
+    out: dict[int, dict] = {}
+    for kind, inf, beat, entry in uses:
+        key = beat if never_read else inf
+        out.setdefault(key, {"reset": [], "read": [], "write": []})[kind].append(entry)
     return out
 
 

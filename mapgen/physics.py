@@ -23,6 +23,34 @@ ACS_INT_MAX = 2**31 - 1
 USER_VARS = 60                           # ViZDoom USER1..USER60 = ACS global 1..60
 PUKE_ARGS = 4                            # `puke N a b c d`
 
+# --- what one map holds (bench/map_limits.py; docs/physics.md, "Limits of one map") --------
+# Every `puke` is queued as a network command for the next tic, 20 bytes with 4 arguments,
+# in a buffer of about 14,000 bytes: 700 script starts in one tic run, 701 crash ViZDoom
+# (SIGSEGV; without arguments 3,503 run, 3,504 crash). A step starts its input scripts (or
+# a batch's queue scripts) and its beat or batch script in one tic.
+MAX_SCRIPT_STARTS = 700
+MAX_MAP_INPUTS = PUKE_ARGS * (MAX_SCRIPT_STARTS - 1)
+# Lines bordering one sector: 32,767 load, 32,768 crash ViZDoom while it loads the map (a
+# 16-bit count; GZDoom loads 40,000). The hall of lights borders every light tile with 4.
+MAX_SECTOR_LINES = 32_767
+MAX_HALL_LIGHTS = MAX_SECTOR_LINES // 4 - 16
+# Dolls: 32,000 load (20 ms of engine time per idle tic); the compiler allows what loads.
+MAX_DOLLS = 32_000
+# What the tile planner gives one map: an idle tic costs about 0.17 ms per 1,000 dolls up
+# to 4,000 (measured: 1,000 0.26 ms, 4,000 0.67 ms) and several times that beyond (8,000:
+# 5.9 ms), so a tile stays in the cheap range.
+TILE_DOLLS = 4000
+MAX_SECTORS = 262_144      # 262,144 closed sectors load (38 s); the budget of checks
+MAX_LINES = 400_000        # linedefs: 200,000 in rows of 1,000 load (load time ~0.4 ms each)
+# Generated ACS goes through our ACS compiler, whose source limit this is (acs/__init__.py).
+# The planner estimates a map's ACS from its counts (mapgen/tiles.acs_bound): a statement
+# with its comment takes about ACS_LINE_CHARS characters besides a node's name, a plain one
+# (the batch script's) ACS_PLAIN_CHARS; the planner fills a tile to TILE_ACS_CHARS.
+MAX_ACS_CHARS = 4 * 1024 * 1024
+ACS_LINE_CHARS = 80
+ACS_PLAIN_CHARS = 64
+TILE_ACS_CHARS = MAX_ACS_CHARS * 9 // 10
+
 # --- plane movers ------------------------------------------------------------------------
 # Ceiling_MoveToValue's speed is in 1/8 unit per tic. The engine adds speed * FRACUNIT/8 to
 # the plane's fixed-point height, so speed * 8192 + |height| * 65536 must stay below 2**31

@@ -692,12 +692,16 @@ def _event(b: Bus, layout: Layout, sched: Schedule, e: Event, names: dict, out_b
 
 
 def batch_size(layout: Layout, sched: Schedule) -> int:
-    """Beats per batch script: as many as USER slots hold their outputs, within MAX_BATCH
-    and a bound on the unrolled script's size; 0 for a map without a pipelined beat."""
+    """Beats per batch script: as many as USER slots hold their outputs, within MAX_BATCH,
+    a bound on the unrolled script's size and the script starts one tic takes
+    (physics.MAX_SCRIPT_STARTS); 0 for a map without a pipelined beat."""
     if sched.pipeline is None or not sched.output_slots:
         return 0
     per_beat = len(sched.pipeline.events) + len(layout.circuit.net.inputs) + 4
-    k = min(MAX_BATCH, READ_SLOTS // len(sched.output_slots), MAX_BATCH_STATEMENTS // per_beat)
+    # The step starts every beat's queue scripts and the batch script in one tic.
+    starts = (P.MAX_SCRIPT_STARTS - 1) // max(1, len(sched.input_batches))
+    k = min(MAX_BATCH, READ_SLOTS // len(sched.output_slots), MAX_BATCH_STATEMENTS // per_beat,
+            starts)
     return k if k > 1 else 1
 
 

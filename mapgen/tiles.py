@@ -1,13 +1,19 @@
 """Tiling: a network too big for one map is split over several maps (tiles).
 
-Owns the partition and the sub-netlists. A tile computes a set of nodes; every value it
-needs from outside (original inputs, or nodes computed by an earlier tile) becomes one of
-its inputs, with the source's proven value range; the values it hands on are its outputs.
-Python only carries values from one tile's outputs to the next tile's inputs: no
-arithmetic happens between maps.
+Owns the partition, the sub-netlists and what one tile may cost. A tile computes a set of
+nodes; every value it needs from outside (original inputs, or nodes computed by an earlier
+tile) becomes one of its inputs, with the source's proven value range; the values it hands
+on are its outputs. Python only carries values from one tile's outputs to the next tile's
+inputs: no arithmetic happens between maps.
 
-Nodes are assigned level by level (dependency depth), so every tile only needs tiles before
-it. A level too costly for one map is split into chunks; `n_tiles` forces a split.
+Only lane nodes (inputs and gated neurons) and the network's outputs are placed. An
+identity neuron has no lane of its own, only a light and its consumers' lines, so it is
+never handed between maps: a tile that needs one builds it again from its sources (as
+the map compiler folds it into its consumers anyway), and its sources become the tile's
+inputs. Nodes are placed in order of their lane depth, so every tile only needs tiles
+before it; a tile is closed when the next node would break one of its budgets
+(`MapBudget`, from the limits measured in bench/map_limits.py: docs/physics.md).
+`n_tiles` forces a split into exactly that many tiles instead.
 
 A multi-step netlist is tiled the same way, and each map keeps its own state: a spiking
 membrane stays in its neuron's map, prev(h) is a prev node of the map that computes h
@@ -18,18 +24,26 @@ prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
 from dsl.ir import Identity, Input, Netlist, Node, Prev, Product
 from dsl.ranges import analyse
-from dsl.reference import levels
 
 from . import physics as P
 
-# Budgets for one map: beyond these the engine slows down more than splitting costs.
-MAX_DOLLS = 700
-MAX_LINES = 120_000
+
+@dataclass(frozen=True)
+class MapBudget:
+    """What the planner lets one tile's map hold (docs/physics.md, "Limits of one map").
+    ACS characters are an upper bound computed from the map's counts (`acs_bound`)."""
+    dolls: int = P.TILE_DOLLS
+    inputs: int = P.MAX_MAP_INPUTS
+    acs_chars: int = P.TILE_ACS_CHARS
+    lines: int = P.MAX_LINES
+    sectors: int = P.MAX_SECTORS
+    hall_lights: int = P.MAX_HALL_LIGHTS
 
 
 @dataclass
@@ -38,89 +52,296 @@ class Tile:
     net: Netlist             # the tile as a netlist of its own
     inputs: list[str]        # names of the values it takes (in its input order)
     outputs: list[str]       # names of the values it hands on (in its output order)
-    computes: list[str]      # names of the nodes it computes
+    computes: list[str]      # names of the nodes it places (identities it rebuilds aside)
 
 
-def _cost(net: Netlist, nid: int, fanout: dict[int, int]) -> tuple[int, int]:
-    """(dolls, weighted lines) a node's lane costs: an estimate from its door count."""
-    n = net.nodes[nid]
-    if isinstance(n.gate, Identity):
-        return 0, 0
-    fan = fanout.get(nid, 0) + 1
-    r = net.acc_range[nid] if not n.is_input else net.value_range[nid]
-    g = n.gate
-    if n.is_input:
-        doors = r.hi - r.lo
-    elif hasattr(g, "L") and getattr(g, "L", None) is not None:
-        doors = g.L
-    else:
-        doors = min(r.hi - r.lo, P.MAX_DOORS)
-    return 1, doors * fan
+@dataclass
+class Cost:
+    """One tile's map, counted before it is built (upper bounds where not exact)."""
+    dolls: int = 0
+    inputs: int = 0
+    lights: int = 0
+    lanes_doors: int = 0      # doors over every lane
+    lines: int = 0
+    sectors: int = 0
+
+    @property
+    def linedefs(self) -> int:
+        """The lanes' lines, the hall's light tiles (4 lines each) and the conveyor's."""
+        return self.lines + 4 * self.lights + 16
+
+    def acs(self, name_len: int, outputs: int) -> int:
+        return acs_bound(self.dolls, self.lights, self.inputs, outputs, name_len)
+
+    def over(self, b: MapBudget, name_len: int, outputs: int) -> str | None:
+        """What breaks the budget, or None."""
+        checks = [("dolls", self.dolls, b.dolls), ("inputs", self.inputs, b.inputs),
+                  ("ACS characters (bound)", self.acs(name_len, outputs), b.acs_chars),
+                  ("linedefs (bound)", self.linedefs, b.lines),
+                  ("sectors (bound)", self.sectors, b.sectors),
+                  ("lights in the hall", self.lights, b.hall_lights)]
+        for what, n, most in checks:
+            if n > most:
+                return f"{n:,} {what}, more than the {most:,} one map takes"
+        return None
 
 
-def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DOLLS,
-               max_lines: int = MAX_LINES) -> list[Tile]:
-    """Split `net` into tiles in dependency order (one tile when it fits)."""
+def acs_bound(lanes: int, lights: int, inputs: int, outputs: int, name_len: int) -> int:
+    """About the characters of a map's generated ACS (mapgen/program.py), from its counts,
+    on the high side (tests/test_map_limits.py checks it against compiled maps): the OPEN
+    script parks every doll; the simple and the pipelined schedule each reset every light
+    and copy, release and park every doll; a read script reads every light; the input and
+    queue scripts store every input; the batch script repeats the beat's events in plain
+    statements for its beats. Per statement: P.ACS_LINE_CHARS with its comment, besides the
+    node's name, P.ACS_PLAIN_CHARS without."""
+    from .program import MAX_BATCH, MAX_BATCH_STATEMENTS, READ_SLOTS
+
+    w = P.ACS_LINE_CHARS + name_len
+    groups = -(-inputs // P.PUKE_ARGS)
+    per_beat = 3 * lanes + lights + outputs
+    k = min(MAX_BATCH, READ_SLOTS // max(1, outputs), MAX_BATCH_STATEMENTS // (per_beat + inputs + 4),
+            (P.MAX_SCRIPT_STARTS - 1) // max(1, groups))
+    batch = k * (per_beat + 2 * lanes // 3) * P.ACS_PLAIN_CHARS if k > 1 else 0
+    queue = k * (inputs + 3 * groups) * P.ACS_PLAIN_CHARS if k > 1 else 0
+    return (6000 + 9 * lanes * w + 3 * lights * w + 2 * inputs * w + 2 * outputs * w
+            + batch + queue)
+
+
+class _Net:
+    """The planner's view of a netlist: each placeable node's lane sources (through
+    identities), lane depth, and what each lane costs a map."""
+
+    def __init__(self, net: Netlist, door_budget: int | None):
+        self.net, self.budget = net, door_budget
+        nodes = net.nodes
+        # node -> the lane nodes (inputs, gated) its accumulator reads, through identities,
+        # and the identities on the way; every lane the tile's netlist will refer to
+        self.lanes_of: dict[int, frozenset[int]] = {}
+        self.idents_of: dict[int, frozenset[int]] = {}
+        self.depth: dict[int, int] = {}
+        weights: dict[int, dict[int, int]] = {}   # node -> lane -> weight, as lowered
+        for n in nodes:
+            if n.is_input or n.is_prev:   # lanes of values from outside the step
+                self.depth[n.id] = 0
+                continue
+            lanes, idents, w = set(), set(), {}
+            for src, ws in n.weights.items():
+                if isinstance(nodes[src].gate, Identity):
+                    lanes |= self.lanes_of[src]
+                    idents |= self.idents_of[src] | {src}
+                    for r, wr in weights[src].items():
+                        w[r] = w.get(r, 0) + ws * wr
+                else:
+                    lanes.add(src)
+                    w[src] = w.get(src, 0) + ws
+            self.lanes_of[n.id], self.idents_of[n.id] = frozenset(lanes), frozenset(idents)
+            weights[n.id] = {r: v for r, v in w.items() if v}
+            self.depth[n.id] = 1 + max((self.depth[r] for r in lanes), default=0)
+        # An identity is placed when it is an output, or a value read at the next step
+        # (a prev node's, a fed-back input's): its light must be in one map.
+        outputs = set(net.outputs) | {n.gate.src for n in nodes if n.is_prev} \
+            | set(net.feedback.values())
+        self.placed = [n.id for n in nodes if not (n.is_input or n.is_prev) and
+                       (not isinstance(n.gate, Identity) or n.id in outputs)]
+        self.placed.sort(key=lambda i: (self.depth[i], i))
+        self.own = {n.id: _own_stairs(net, n) for n in nodes
+                    if not isinstance(n.gate, Identity) and not (n.is_input or n.is_prev)}
+        # lane -> the distinct weights its consumers take it with: lines per door
+        distinct: dict[int, set[int]] = {}
+        for i, ws in weights.items():
+            if not isinstance(nodes[i].gate, Identity) or i in outputs:
+                for r, v in ws.items():
+                    distinct.setdefault(r, set()).add(v)
+        self.groups = {r: len(v) for r, v in distinct.items()}
+        self.name_len = max((len(n.name) for n in nodes), default=1)
+        # (dolls, linedefs, sectors, doors) of each lane: its own, and as a tile's input
+        self.own_cost = {i: tuple(map(sum, zip(*((*self.lane(sh, i), sh[0]) for sh in shapes))))
+                         for i, shapes in self.own.items()}
+        lanes = {r for ls in self.lanes_of.values() for r in ls}
+        self.in_cost = {r: (*self.lane(self.in_shape(r), r), self.in_shape(r)[0])
+                        for r in lanes}
+        self.wide = {r for r in lanes if self.in_shape(r)[0] > P.MAX_DOORS}
+
+    def sublanes(self, doors: int) -> int:
+        return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
+
+    def lane(self, shape: tuple[int, int], lane: int) -> tuple[int, int, int]:
+        """(dolls, linedefs, sectors) of a lane of `shape` (doors, sectors) that carries
+        node `lane`'s value: three walls and portals a sector (sub-lanes repeat the spawn
+        strip, the pad and the end), a value line and a line per weight group per door."""
+        doors, sectors = shape
+        dolls = self.sublanes(doors)
+        sectors += 3 * max(0, dolls - 1)
+        return dolls, 3 * sectors + 4 * dolls + doors * (1 + self.groups.get(lane, 0)), sectors
+
+    def in_shape(self, s: int) -> tuple[int, int]:
+        """(doors, sectors) of the input lane that carries node s's value into a tile."""
+        r = self.net.value_range[s]
+        return r.hi - r.lo, 4 + 2 * (r.hi - r.lo)
+
+
+def _own_stairs(net: Netlist, n: Node) -> list[tuple[int, int]]:
+    """(doors, sectors) of each lane of a gated node: one staircase, or a spiking neuron's
+    fire lane, leak lane and (counted for each, on the high side) the clock doll."""
+    from dsl.ir import Spike
+
+    from .circuit import _leak_doors
+
+    if not isinstance(n.gate, Spike):
+        return [_stairs(n.gate, *net.acc_range[n.id])]
+    st = net.state_range[n.id]
+    leak = _leak_doors(n.gate.leak, st.lo, st.hi)
+    return [(1, 6), (leak, 4 + 2 * leak), (1, 6)]   # leak doors are one level apart
+
+
+def _stairs(gate, lo: int, hi: int) -> tuple[int, int]:
+    """(doors, sectors) of a gate's lane over accumulators lo..hi: spawn, pad, a prelude,
+    the end, each door and its landing, and the ramp stairs between doors (layout.py)."""
+    from .circuit import staircase
+
+    steps = staircase(gate, lo, hi)[1]
+    ramps = sum(max(0, math.ceil((b - a) / P.MAX_RISE) - 1)
+                for (a, _), (b, _) in zip(steps, steps[1:]))
+    return len(steps), 4 + 2 * len(steps) + ramps
+
+
+class _Packer:
+    """The tile being filled: its nodes, the values it needs from before, its cost.
+    Nodes arrive in lane-depth order, so a node is never a lane source of one before it."""
+
+    def __init__(self, pn: _Net):
+        self.pn, self.mine, self.mine_set = pn, [], set()
+        self.need: set[int] = set()
+        self.idents: set[int] = set()
+        self.cost = Cost()
+
+    def with_node(self, i: int) -> Cost:
+        """The tile's cost with node i added."""
+        pn = self.pn
+        new = Cost(**vars(self.cost))
+        if i in pn.own:
+            self._lane(new, pn.own_cost[i])
+            new.lights += 2   # its accumulator and its value
+        else:
+            new.lights += 1   # an identity output: its accumulator is its value
+        for s in pn.lanes_of.get(i, ()):
+            if s not in self.mine_set and s not in self.need:
+                new.inputs += 1
+                self._lane(new, pn.in_cost[s])
+                new.lights += 1
+        new.lights += sum(1 for j in pn.idents_of.get(i, ())
+                          if j not in self.idents and j not in self.mine_set)
+        return new
+
+    @staticmethod
+    def _lane(cost: Cost, lane: tuple[int, int, int, int]) -> None:
+        dolls, lines, sectors, doors = lane
+        cost.dolls += dolls
+        cost.lines += lines
+        cost.sectors += sectors
+        cost.lanes_doors += doors
+
+    def add(self, i: int, cost: Cost) -> None:
+        self.mine.append(i)
+        self.mine_set.add(i)
+        self.need |= {s for s in self.pn.lanes_of.get(i, ()) if s not in self.mine_set}
+        self.idents |= self.pn.idents_of.get(i, frozenset())
+        self.cost = cost
+
+
+def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None = None,
+               door_budget: int | None = None, budget: MapBudget | None = None) -> list[Tile]:
+    """Split `net` into tiles in dependency order (one tile when it fits). `door_budget`
+    is the compiler's (staircases split into sub-lanes of that many doors: more dolls)."""
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
-    lv = [ids for ids in levels(net) if not net.nodes[ids[0]].is_input]
-    fanout: dict[int, int] = {}
-    for n in net.nodes:  # counted once: per node it would be quadratic in network size
-        for s in n.weights:
-            fanout[s] = fanout.get(s, 0) + 1
-    cost = {n.id: _cost(net, n.id, fanout) for n in net.nodes}
-
-    def tile_cost(ids: list[int]) -> tuple[int, int]:
-        need = set()
-        for i in ids:
-            need.update(s for s in net.nodes[i].sources() if s not in ids)
-        d = sum(cost[i][0] for i in ids) + sum(cost[s][0] or 1 for s in need)
-        lines = sum(cost[i][1] for i in ids) + sum(cost[s][1] for s in need)
-        return d, lines
-
+    budget = budget or MapBudget()
+    if max_dolls is not None:
+        budget = MapBudget(**{**vars(budget), "dolls": max_dolls})
+    pn = _Net(net, door_budget)
+    _every_node_fits(pn, budget)
     if n_tiles is None:
-        groups: list[list[int]] = []
-        for ids in lv:
-            chunk: list[int] = []
-            for i in ids:
-                d, lines = tile_cost(chunk + [i])
-                if chunk and (d > max_dolls or lines > max_lines):
-                    groups.append(chunk)
-                    chunk = []
-                chunk.append(i)
-            groups.append(chunk)
-        # Whole consecutive levels that fit together share a map.
-        merged: list[list[int]] = []
-        for g in groups:
-            if merged:
-                d, lines = tile_cost(merged[-1] + g)
-                if d <= max_dolls and lines <= max_lines and _whole_levels(merged[-1] + g, lv):
-                    merged[-1] = merged[-1] + g
-                    continue
-            merged.append(g)
-        groups = merged
+        groups = _greedy(pn, budget)
     else:
         if n_tiles < 1:
             raise VoodooError("--tiles must be at least 1")
-        groups = _forced_split(lv, cost, n_tiles, net)
-    return [_make_tile(net, k, ids, groups) for k, ids in enumerate(groups)]
+        groups = _forced_split(pn, n_tiles, net)
+        _forced_tiles_fit(pn, groups, budget)
+    if len(groups) == 1:  # the network itself is its one tile (no need to analyse it again)
+        names = [n.name for n in net.nodes]
+        return [Tile(0, net, [names[i] for i in net.inputs], [names[o] for o in net.outputs],
+                     [names[i] for i in sorted(groups[0])])]
+    return [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
 
 
-def _whole_levels(ids: list[int], lv: list[list[int]]) -> bool:
-    s = set(ids)
-    return all(set(level) <= s or not (set(level) & s) for level in lv)
+def estimate(net: Netlist, door_budget: int | None = None) -> Cost:
+    """What the planner expects `net` to cost as one map (tests compare it with the map)."""
+    if any(isinstance(n.gate, Product) for n in net.nodes):
+        from dsl.lower import lower_products
+        net = lower_products(net)
+    pn = _Net(net, door_budget)
+    p = _Packer(pn)
+    for i in pn.placed:
+        p.add(i, p.with_node(i))
+    return p.cost
 
 
-def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
-    """Exactly n_tiles tiles: whole levels when there are enough of them, else the costliest
-    levels are cut into chunks of nodes."""
-    total = sum(len(ids) for ids in lv)
+def _every_node_fits(pn: _Net, budget: MapBudget) -> None:
+    """A plan exists iff every node fits a map of its own (the tile of one node after
+    the tiles of its sources): otherwise say which node, and why, before any work."""
+    for i in pn.placed:
+        why = _Packer(pn).with_node(i).over(budget, pn.name_len, 1)
+        if why:
+            n = pn.net.nodes[i]
+            raise VoodooError(
+                f"{n.pos}: error: no tile plan can hold '{n.name}': alone in a map it needs "
+                f"{why} (it reads {len(pn.lanes_of.get(i, ()))} values)\n    hint: split "
+                "its sum over several neurons (partial sums), or narrow its inputs' ranges")
+
+
+def _no_wide_inputs(pn: _Net, i: int, mine: set[int]) -> None:
+    """A value of more levels than a lane has doors cannot be handed to another map: its
+    readers must be in its own tile."""
+    for s in sorted(pn.wide & pn.lanes_of.get(i, frozenset()) - mine):
+        n, src = pn.net.nodes[i], pn.net.nodes[s]
+        raise VoodooError(
+            f"{n.pos}: error: '{n.name}' reads '{src.name}' from another map, and its values "
+            f"{pn.net.value_range[s]} are too many to hand between maps (an input lane of "
+            f"more than {P.MAX_DOORS} doors)\n    hint: requantise '{src.name}' (a relu "
+            "with s > 1, a smaller max or table), or give its tile more room (fewer tiles)")
+
+
+def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
+    groups: list[list[int]] = []
+    p = _Packer(pn)
+    for i in pn.placed:
+        cost = p.with_node(i)
+        if p.mine and cost.over(budget, pn.name_len, len(p.mine) + 1):
+            groups.append(p.mine)
+            p = _Packer(pn)
+            cost = p.with_node(i)
+        _no_wide_inputs(pn, i, p.mine_set)
+        p.add(i, cost)
+    if p.mine:
+        groups.append(p.mine)
+    return groups
+
+
+def _forced_split(pn: _Net, n_tiles: int, net: Netlist) -> list[list[int]]:
+    """Exactly n_tiles tiles: whole levels when there are enough of them, else the
+    levels with the most nodes per tile are cut into chunks of nodes."""
+    lv: list[list[int]] = []
+    for i in pn.placed:
+        if lv and pn.depth[lv[-1][0]] == pn.depth[i]:
+            lv[-1].append(i)
+        else:
+            lv.append([i])
+    total = len(pn.placed)
     if n_tiles > total:
         raise VoodooError(f"{net.source}: cannot make {n_tiles} tiles out of {total} computed "
                           "nodes")
     if n_tiles <= len(lv):
-        # Consecutive levels, as even as possible by node count.
         groups, per = [], len(lv) / n_tiles
         for k in range(n_tiles):
             a, b = round(k * per), round((k + 1) * per)
@@ -128,7 +349,6 @@ def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
         return groups
     pieces = [1] * len(lv)
     for _ in range(n_tiles - len(lv)):
-        # Give one more chunk to the level with the most nodes per chunk.
         k = max(range(len(lv)), key=lambda j: len(lv[j]) / pieces[j]
                 if pieces[j] < len(lv[j]) else -1)
         pieces[k] += 1
@@ -139,13 +359,26 @@ def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
     return groups
 
 
-def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) -> Tile:
+def _forced_tiles_fit(pn: _Net, groups, budget: MapBudget) -> None:
+    for k, ids in enumerate(groups):
+        p = _Packer(pn)
+        for i in ids:
+            _no_wide_inputs(pn, i, p.mine_set | set(ids))
+            p.add(i, p.with_node(i))
+        why = p.cost.over(budget, pn.name_len, len(ids))
+        if why:
+            raise VoodooError(f"{pn.net.source}: tile {k + 1} of {len(groups)} needs "
+                              f"{why}\n    hint: more tiles (--tiles N), or --tiles auto")
+
+
+def _make_tile(pn: _Net, k: int, ids: list[int], groups: list[list[int]]) -> Tile:
+    """Tile k as a netlist: its inputs (the lane values it reads from before), the
+    identities it rebuilds, its nodes; outputs are the network's outputs among its nodes
+    and what later tiles read."""
+    net = pn.net
     mine = set(ids)
-    need = []
-    for i in sorted(mine):
-        for s in net.nodes[i].sources():
-            if s not in mine and s not in need:
-                need.append(s)
+    need = sorted({s for i in ids for s in pn.lanes_of.get(i, ()) if s not in mine})
+    idents = sorted({j for i in ids for j in pn.idents_of.get(i, ()) if j not in mine})
     # A prev node of a node of this map is kept here (its state stays in the map); any
     # other value from outside becomes an input.
     local = set()
@@ -154,7 +387,7 @@ def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) ->
         if chain and net.nodes[chain[-1]].gate.src in mine:
             local.update(chain)
     local_prev = sorted(local)
-    need = sorted(s for s in need if s not in local)
+    need = [s for s in need if s not in local]
     nodes: list[Node] = []
     remap: dict[int, int] = {}
     for s in need:
@@ -162,7 +395,7 @@ def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) ->
         r = net.value_range[s]
         remap[s] = len(nodes)
         nodes.append(Node(len(nodes), src.name, src.group, src.index, Input(r.lo, r.hi), src.pos))
-    for i in local_prev + sorted(mine):
+    for i in local_prev + sorted(set(idents) | mine):  # original ids: a topological order
         n = net.nodes[i]
         remap[i] = len(nodes)
         nodes.append(Node(len(nodes), n.name, n.group, n.index, n.gate, n.pos,
@@ -170,7 +403,7 @@ def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) ->
     for i in local_prev:
         g = net.nodes[i].gate
         nodes[remap[i]].gate = Prev(remap[g.src], g.init)
-    crossing = _read_elsewhere(net, mine, groups)
+    crossing = _read_elsewhere(pn, k, groups)
     outs = [i for i in sorted(mine) if i in net.outputs or i in crossing]
     # Keep the network's own output order for its outputs.
     outs.sort(key=lambda i: (net.outputs.index(i) if i in net.outputs else -1, i))
@@ -195,23 +428,23 @@ def _prev_chain(net: Netlist, s: int) -> list[int]:
     return chain
 
 
-def _read_elsewhere(net: Netlist, mine: set, groups: list[list[int]]) -> set[int]:
-    """The values this map computes that cross to another one: read by a later tile in the
+def _read_elsewhere(pn: "_Net", k: int, groups: list[list[int]]) -> set[int]:
+    """The values tile k computes that cross to another map: read by a later tile in the
     same step, or by any other tile at the next step (through a prev node of theirs, or an
-    input fed back from it)."""
-    read = set()
-    for g in groups:
-        for j in g:
-            if j in mine:
-                continue
-            for s in net.nodes[j].sources():
+    input fed back from it). Reads go through identities (`_Net.lanes_of`)."""
+    net, read = pn.net, set()
+    for g, ids in enumerate(groups):
+        if g == k:
+            continue
+        for j in ids:
+            for s in pn.lanes_of.get(j, ()):
                 read.add(s)
                 chain = _prev_chain(net, s)
                 if chain:
                     read.add(net.nodes[chain[-1]].gate.src)
                 if s in net.feedback:
                     read.add(net.feedback[s])
-    return read & mine
+    return read & set(groups[k])
 
 
 def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
@@ -224,46 +457,97 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
     return [values[net.nodes[o].name] for o in net.outputs]
 
 
-def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal"):
-    """Each tile as its own map, MAP01.. in order."""
+def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
+                  door_budget: int | None = None, workers: int | None = None):
+    """Each tile as its own map, MAP01.. in order; compiled in parallel processes
+    (`workers`, default one per core) when there are several."""
+    import os
+
+    jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget)
+            for k, t in enumerate(tiles)]
+    workers = min(len(jobs), workers or os.cpu_count() or 1)
+    if workers <= 1:
+        return [_compile_one(j) for j in jobs]
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pool.map(_compile_one, jobs, chunksize=1)
+
+
+def _compile_one(job):
     from .compile import compile_netlist
 
-    return [compile_netlist(t.net, title=f"{title} ({k + 1}/{len(tiles)})",
-                            map_name=f"MAP{k + 1:02d}", acc=acc) for k, t in enumerate(tiles)]
+    net, title, name, acc, door_budget = job
+    return compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
+
+
+class SequenceCarry:
+    """What crosses maps in one run of a multi-step netlist, step by step: each step's
+    inputs are the run's row (None: fed back), this step's values of earlier tiles, and the
+    previous step's values of the prev nodes and fed-back inputs a map does not keep
+    itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values are only
+    looked up by name and passed on (`carry_sequence`, engine/tiled.stream_sequence)."""
+
+    def __init__(self, tiles: list, net: Netlist, fed_here: list[set]):
+        names = {n.id: n.name for n in net.nodes}
+        self.tiles, self.net, self.fed_here = tiles, net, fed_here
+        self.inputs = [names[i] for i in net.inputs]
+        self.prevs = {n.name: (names[n.gate.src], n.gate.init) for n in net.nodes if n.is_prev}
+        self.fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
+        self.lo = {names[i]: net.nodes[i].gate.lo for i in net.inputs}
+        self.done = None if net.done is None else names[net.done]
+
+    def tile_inputs(self, k: int, t: int, row: list, get) -> list[int]:
+        """Tile k's inputs at step t; `get(step, name)` is a value some map handed on."""
+        given = dict(zip(self.inputs, row))
+        out = []
+        for name in self.tiles[k].inputs:
+            if name in self.prevs:
+                src, init = self.prevs[name]
+                out.append(init if t == 0 else get(t - 1, src))
+            elif name in given and given[name] is not None:
+                out.append(given[name])
+            elif name in given:   # fed back: inside the map (not used), or from another
+                out.append(self.lo[name] if name in self.fed_here[k]
+                           else get(t - 1, self.fed_from[name]))
+            else:
+                out.append(get(t, name))
+        return out
+
+    def fed(self, k: int, row: list) -> bool:
+        return any(v is None for v in row) and bool(self.fed_here[k])
+
+    def step_values(self, t: int, row: list, handed: dict, before: dict | None) -> dict:
+        """Step t's values by name: the inputs taken (fed-back ones resolved where a map
+        handed their node on), the prev values known outside their map (else None), and
+        what every map handed on."""
+        values = dict(zip(self.inputs, row))
+        for x, v in list(values.items()):
+            if v is None and before is not None and self.fed_from[x] in before:
+                values[x] = before[self.fed_from[x]]
+        for name, (src, init) in self.prevs.items():
+            values[name] = init if before is None else before.get(src)
+        values.update(handed)
+        return values
 
 
 def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: list[set]):
-    """One run of a multi-step netlist through its tiles, step by step: `run_tile(k,
-    inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its own state).
-    Each step's inputs are the run's row (None: fed back), this step's values of earlier
-    tiles, and the previous step's values of the prev nodes and fed-back inputs a map does
-    not keep itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values
-    are only looked up by name and passed on. Returns every step's values by name, up to
-    the step at which the done node is 1."""
-    names = {n.id: n.name for n in net.nodes}
-    prevs = {n.name: n.gate for n in net.nodes if n.is_prev}
-    fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
-    ranges = {names[i]: net.nodes[i].gate for i in net.inputs}
-    before: dict | None = None
-    steps = []
+    """One run of a multi-step netlist through its tiles, step by step (`SequenceCarry`):
+    `run_tile(k, inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its
+    own state). Returns every step's values by name, up to the step at which the done node
+    is 1."""
+    rules = SequenceCarry(tiles, net, fed_here)
+    steps: list[dict] = []
     for t, row in enumerate(seq):
-        fed = any(v is None for v in row)
-        values = {names[i]: v for i, v in zip(net.inputs, row)}
-        for x, v in list(values.items()):
-            if v is None and before is not None and fed_from[x] in before:
-                values[x] = before[fed_from[x]]
-        for name, g in prevs.items():  # None where only the map that keeps it knows it
-            values[name] = g.init if before is None else before.get(names[g.src])
+        handed: dict = {}
+
+        def get(step, name):
+            return handed[name] if step == t else steps[step][name]
+
         for k, tile in enumerate(tiles):
-            ins = []
-            for name in tile.inputs:
-                if values.get(name) is None and name in fed_here[k]:
-                    ins.append(ranges[name].lo)  # fed back inside the map: not used
-                else:
-                    ins.append(values[name])
-            values.update(zip(tile.outputs, run_tile(k, ins, t, fed and bool(fed_here[k]))))
-        steps.append(values)
-        before = values
-        if net.done is not None and values.get(names[net.done]) == 1:
+            ins = rules.tile_inputs(k, t, row, get)
+            handed.update(zip(tile.outputs, run_tile(k, ins, t, rules.fed(k, row))))
+        steps.append(rules.step_values(t, row, handed, steps[-1] if steps else None))
+        if rules.done is not None and steps[-1].get(rules.done) == 1:
             break
     return steps

@@ -115,3 +115,97 @@ def test_run_chunk_loads_a_map_only_when_it_must(tmp_path, n, loads):
             got += [[values[name] for name in names_out] for _, values, _ in done]
     assert seen == loads
     assert got == evaluate(net, X).last_outputs().tolist()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.lists(st.integers(1, 7), min_size=2, max_size=4),
+       st.integers(4, 40), st.integers(2, 12), st.sampled_from([None, 1, 2]))
+def test_auto_tiles_keep_every_map_in_budget(seed, sizes, dolls, inputs, door_budget):
+    """--tiles auto with a small budget: a plan whenever every node fits a map of its own,
+    each tile's map (as the compiler lowers it) within the budget, identities rebuilt where
+    they are read, and the tiles compute the network."""
+    from dsl.diagnostics import VoodooError
+    from mapgen.circuit import lower
+    from mapgen.tiles import MapBudget
+
+    net = mlp(seed, sizes, in_range=(0, 3), gates=("relu", "step", "lut", "identity"),
+              out_gate="identity")
+    budget = MapBudget(dolls=dolls, inputs=inputs)
+    try:
+        tiles = plan_tiles(net, door_budget=door_budget, budget=budget)
+    except VoodooError as e:
+        assert "no tile plan can hold" in str(e) or "too many to hand" in str(e)
+        return
+    for t in tiles:
+        assert len(lower(t.net, door_budget=door_budget).lanes) <= dolls
+        assert len(t.inputs) <= inputs
+        assert not any(n.is_input and n.name in t.computes for n in t.net.nodes)
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        x = [int(v) for v in rng.integers(0, 4, size=len(net.inputs))]
+        assert carry(tiles, x, net, ref_tile) == evaluate(net, [x]).last_outputs()[0].tolist()
+
+
+def test_tiles_with_a_door_budget_in_the_engine(tmp_path):
+    """`run --tiles 2 --door-budget 1` (the two options together): every output exact."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "run",
+                        os.path.join(ROOT, "circuits", "mlp3.dnet"), "--tiles", "2",
+                        "--door-budget", "1", "--random", "6", "-o", str(tmp_path / "m.wad")],
+                       capture_output=True, text=True, env={**os.environ, "VOODOO_QUIET": "1"})
+    assert r.returncode == 0 and "2 map(s)" in r.stdout and "6/6 EXACT" in r.stdout, r.stderr
+
+
+def _carried_by_reference(tiles, net, seq):
+    """carry_sequence with each tile's map stood in for by the reference: step t of tile k
+    is its netlist run over every step so far (so it keeps its own state, as its map does)."""
+    from mapgen.tiles import carry_sequence
+
+    history = [[] for _ in tiles]
+
+    def run_tile(k, ins, t, fed):
+        sub = tiles[k].net
+        history[k].append([None if fed and i in sub.feedback else v
+                           for i, v in zip(sub.inputs, ins)])
+        res = evaluate(sub, [history[k]])
+        return [int(res.value[0, t, o]) for o in sub.outputs]
+
+    fed_here = [{t.net.nodes[i].name for i in t.net.feedback} for t in tiles]
+    return carry_sequence(tiles, seq, net, run_tile, fed_here)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.sampled_from([None, 2, 3]), st.sampled_from([None, 1]),
+       st.booleans())
+def test_recurrent_tiles_carry_state_and_prev_values(seed, n, budget, feedback):
+    """Recurrent cells (prev chains, an identity readout, a fed-back input) over forced or
+    budgeted tiles, with or without one-door sub-lanes: every value any map hands on is
+    the network's at every step (prev values kept in their node's map or carried)."""
+    from dsl.diagnostics import VoodooError
+    from dsl.random_net import recurrent
+    from dsl.sequence import random_sequence
+    from mapgen.tiles import estimate
+
+    net = recurrent(seed, n_hidden=4, feedback=feedback)
+    if n:
+        tiles = plan_tiles(net, n_tiles=n, door_budget=budget)
+    else:   # a budget of a third of the map, or the least that holds its largest node
+        dolls = estimate(net, budget).dolls // 3
+        while True:
+            try:
+                tiles = plan_tiles(net, door_budget=budget, max_dolls=dolls)
+                break
+            except VoodooError:
+                dolls += 1
+    seq = random_sequence(net, 12, seed)
+    ref = evaluate(net, [seq])
+    steps = _carried_by_reference(tiles, net, seq)
+    assert len(steps) == len(seq)
+    for t, values in enumerate(steps):
+        for nd in net.nodes:
+            if values.get(nd.name) is not None:
+                assert values[nd.name] == int(ref.value[0, t, nd.id]), (t, nd.name)
+        assert [values[net.nodes[o].name] for o in net.outputs] == \
+            [int(ref.value[0, t, o]) for o in net.outputs]
