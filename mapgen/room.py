@@ -108,8 +108,9 @@ def build_gallery(m: MapModel, circuit, conveyor: int, depth: float = 1280,
 def hall_strips(geoms: list, y0: float, y1: float) -> list[tuple[float, float, list]]:
     """The lane hall cut across, between rows of lanes, into strips of at most
     HALL_STRIP_SIDES sides each: (y0, y1, its lanes) from south to north. One sector with
-    every trench's edges would crash ViZDoom beyond 32,767 sides (checks.MAX_SECTOR_SIDES:
-    the MNIST CNN's control room has 77,626); a small hall stays one sector."""
+    every trench's edges would crash ViZDoom beyond 32,767 sides (physics.MAX_SECTOR_LINES,
+    checks.check_crowded_sectors: the MNIST CNN's control room has 77,626); a small hall
+    stays one sector."""
     rows: dict[float, list] = {}
     for g in geoms:
         rows.setdefault(g.y0, []).append(g)
