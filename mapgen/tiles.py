@@ -268,11 +268,20 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
             raise VoodooError("--tiles must be at least 1")
         groups = _forced_split(pn, n_tiles, net)
         _forced_tiles_fit(pn, groups, budget)
-    if len(groups) == 1:  # the network itself is its one tile (no need to analyse it again)
+    if len(groups) == 1 and not _unread_inputs(net):
+        # The network itself is its one tile (no need to analyse it again). With inputs
+        # nobody reads it is not: those would still get lanes the plan did not cost.
         names = [n.name for n in net.nodes]
         return [Tile(0, net, [names[i] for i in net.inputs], [names[o] for o in net.outputs],
                      [names[i] for i in sorted(groups[0])])]
     return [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
+
+
+def _unread_inputs(net: Netlist) -> list[int]:
+    read = ({s for n in net.nodes for s in n.weights} | set(net.outputs)
+            | {n.gate.src for n in net.nodes if isinstance(n.gate, Prev)}
+            | set(net.feedback))
+    return [i for i in net.inputs if i not in read]
 
 
 def estimate(net: Netlist, door_budget: int | None = None) -> Cost:
