@@ -74,22 +74,19 @@ def _same_digits(info: dict, split) -> bool:
 
 
 # The convolutional model's map: a 1,016-doll CNN map loads and runs exactly in ViZDoom
-# (measured; the checks allow 4,000 dolls), where tiles would carry hundreds of relu values
-# from map to map as input dolls; the tile planner's estimate counts door-to-light
-# additions (~360k per CNN), but lines are grouped by weight in the map (~84k). So the
-# convolutional model (one CNN or an ensemble of two) is planned with these budgets.
+# (measured), where tiles would carry hundreds of relu values from map to map as input
+# dolls; so the convolutional model (one CNN or an ensemble of two) is planned with room
+# for this many dolls in one map (the other limits are the measured ones: MapBudget).
 CNN_MAP_DOLLS = 2_500
-CNN_MAP_ADDITIONS = 1_000_000
 
 
 def _compile(net, args, out: str):
     from mapgen.compile import write_wad
-    from mapgen.tiles import compile_tiles, plan_tiles
+    from mapgen.tiles import MapBudget, compile_tiles, plan_tiles
 
     t0 = time.perf_counter()
-    budgets = {} if getattr(args, "model", "mlp") != "cnn" else \
-        {"max_dolls": CNN_MAP_DOLLS, "max_lines": CNN_MAP_ADDITIONS}
-    tiles = plan_tiles(net, n_tiles=args.tiles, **budgets)
+    budget = MapBudget(dolls=CNN_MAP_DOLLS) if getattr(args, "model", "mlp") == "cnn" else None
+    tiles = plan_tiles(net, n_tiles=args.tiles, budget=budget)
     maps = compile_tiles(tiles, "MNIST", acc=args.acc)
     write_wad(out, maps, net, tiles)
     compile_s = time.perf_counter() - t0
