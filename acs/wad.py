@@ -83,6 +83,22 @@ def _check_maps(path: str, maps) -> None:
             raise WadError(f"{path}: BEHAVIOR of {m.name} is not a compiled ACS lump")
 
 
+def map_group(m: MapLump):
+    """One UDMF map's lumps as an omgifol group: TEXTMAP, BEHAVIOR and SCRIPTS when it has
+    them, between the header and ENDMAP."""
+    import omg
+
+    group = omg.NameGroup()
+    group["_HEADER_"] = omg.Lump(b"")
+    group["TEXTMAP"] = omg.Lump(m.textmap.encode("utf-8"))
+    if m.behavior is not None:
+        group["BEHAVIOR"] = omg.Lump(bytes(m.behavior))
+    if m.scripts is not None:
+        group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
+    group["ENDMAP"] = omg.Lump(b"")
+    return group
+
+
 def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
               extra_lumps: dict[str, bytes] | None = None) -> None:
     """Write a PWAD holding `maps` (in order) and a MAPINFO lump (`mapinfo` verbatim, or
@@ -100,15 +116,7 @@ def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
     for name, data in (extra_lumps or {}).items():
         wad.data[name] = omg.Lump(bytes(data))
     for m in maps:
-        group = omg.NameGroup()
-        group["_HEADER_"] = omg.Lump(b"")
-        group["TEXTMAP"] = omg.Lump(m.textmap.encode("utf-8"))
-        if m.behavior is not None:
-            group["BEHAVIOR"] = omg.Lump(bytes(m.behavior))
-        if m.scripts is not None:
-            group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
-        group["ENDMAP"] = omg.Lump(b"")
-        wad.udmfmaps[m.name] = group
+        wad.udmfmaps[m.name] = map_group(m)
     with atomic_output(path, ".wad") as tmp:
         os.remove(tmp)   # omgifol creates the file itself
         wad.to_file(tmp)

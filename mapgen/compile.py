@@ -130,16 +130,10 @@ def _map_only_wad(path: str, m) -> None:
     """A WAD holding one map group and nothing else (a PK3's maps/MAPxx.wad)."""
     import omg
 
+    from acs.wad import map_group
+
     wad = omg.WAD()
-    group = omg.NameGroup()
-    group["_HEADER_"] = omg.Lump(b"")
-    group["TEXTMAP"] = omg.Lump(m.textmap.encode("utf-8"))
-    if m.behavior is not None:
-        group["BEHAVIOR"] = omg.Lump(bytes(m.behavior))
-    if m.scripts is not None:
-        group["SCRIPTS"] = omg.Lump(m.scripts.encode("utf-8"))
-    group["ENDMAP"] = omg.Lump(b"")
-    wad.udmfmaps[m.name] = group
+    wad.udmfmaps[m.name] = map_group(m)
     wad.to_file(path)
 
 
