@@ -133,7 +133,8 @@ def test_random_recurrent_nets_equal_the_interpreter_and_stay_in_range(seed):
     for nid, r in enumerate(net.value_range):
         col = res.value[0, :, nid]
         assert r.lo <= int(col.min()) and int(col.max()) <= r.hi, net.nodes[nid].name
-    assert 1 <= stop_step(net, res) <= 60
+    done = [] if net.done is None else [int(v) for v in res.value[0, :, net.done]]
+    assert stop_step(net, res) == (done.index(1) + 1 if 1 in done else 60)
 
 
 def test_the_json_form_round_trips_a_recurrent_netlist():
