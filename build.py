@@ -54,6 +54,10 @@ def _exit_on_signals() -> dict:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     previous = {}
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints where a stuck command waits
+        import faulthandler
+
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             previous[sig] = signal.signal(sig, stop)

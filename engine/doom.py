@@ -293,20 +293,28 @@ class Engine:
         return (f"{self.wad}: the engine {how} while running {self.map_name}; the WAD's "
                 "map may be damaged (rebuild it with `python build.py compile`)")
 
-    def close(self) -> None:
-        """End the child (politely, then by force) and remove its directory."""
+    def close(self, grace: float = 10.0) -> None:
+        """End the child (politely, waiting up to `grace` seconds for the call it may be
+        running, then by force) and remove its directory."""
         proc, self._proc = self._proc, None
         try:
             if proc is not None and proc.poll() is None:
                 try:
                     import pickle
 
-                    pickle.dump(("close", (), {}), self._down)
-                    self._down.flush()
-                    proc.wait(timeout=10)
+                    if grace > 0:
+                        pickle.dump(("close", (), {}), self._down)
+                        self._down.flush()
+                        proc.wait(timeout=grace)
                 except Exception:
-                    proc.kill()
-                    proc.wait()
+                    pass
+                if proc.poll() is None:
+                    proc.terminate()  # its handler kills the game process first
+                    try:
+                        proc.wait(timeout=5)
+                    except Exception:
+                        proc.kill()
+                        proc.wait()
         finally:  # a signal that interrupts the wait must not leave the directory behind
             for f in ("_down", "_up"):
                 try:

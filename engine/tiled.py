@@ -351,23 +351,37 @@ class LocalEngines:
     def stop(self, w: Worker) -> None:
         entry = self.procs.pop(w.id, None)
         if entry:
-            _, p, conn = entry
-            p.terminate()   # SIGTERM: the worker closes its engine on the way out
-            p.join(10)
-            if p.is_alive():
-                p.kill()
-                p.join()
-            conn.close()
+            _end([entry[1]], patient=False)
+            entry[2].close()
 
     def close(self) -> None:
-        for w, p, conn in list(self.procs.values()):
+        """Every worker told to stop; those still busy (a long chunk, or an interrupted
+        run) are terminated together, so shutting down takes seconds whatever the count."""
+        entries = list(self.procs.values())
+        self.procs.clear()
+        for _, p, conn in entries:
             try:
                 conn.send(None)
             except OSError:
                 pass
-        for w, p, conn in list(self.procs.values()):
-            p.join(10)
-            self.stop(w)
+        _end([p for _, p, _ in entries], patient=True)
+        for _, _, conn in entries:
+            conn.close()
+
+
+def _end(procs: list, patient: bool, grace: float = 10.0) -> None:
+    """Wait for `procs` to exit (if `patient`: they were told to), then SIGTERM the rest at
+    once (a worker kills its engine on the way out), then SIGKILL any still alive; one
+    shared deadline per round, not one per process."""
+    rounds = ([None] if patient else []) + ["terminate", "kill"]
+    for how in rounds:
+        if how:
+            for p in procs:
+                if p.is_alive():
+                    getattr(p, how)()
+        deadline = time.monotonic() + grace
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()) if how != "kill" else None)
 
 
 def _term_with_parent() -> None:
@@ -395,8 +409,14 @@ def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> No
     # Ctrl-C reaches every process of the terminal's group: the parent decides and ends
     # its workers (SIGTERM), which here becomes a normal exit that closes the engine. A
     # parent that is killed outright takes its workers along (SIGTERM when it goes).
+    terminated = []
+
+    def on_term(*_):
+        terminated.append(True)
+        sys.exit(1)
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    signal.signal(signal.SIGTERM, on_term)
     _term_with_parent()
     engine = None
     try:
@@ -419,8 +439,8 @@ def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> No
     except (EOFError, OSError):
         pass
     finally:
-        if engine is not None:
-            engine.close()
+        if engine is not None:  # terminated: the chunk is abandoned, no need to wait for it
+            engine.close(grace=0.0 if terminated else 10.0)
 
 
 def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,

@@ -59,10 +59,12 @@ def test_ray_cluster_streams_exact_through_a_killed_engine_and_a_lost_node(
     with cluster(address) as ray:
         node_of = wait_nodes(ray, 2)
 
-        # 1. both tiles streamed, one actor on each worker node
+        # 1. both tiles streamed, one actor on each worker node (each stage waits for its
+        # own engine however long a loaded machine takes to start it, instead of the other
+        # stage's engine taking its chunks after START_GRACE)
         seen = []
         X = inputs(16, 1)
-        got, _ = run_ray(ray, wad, infos, tiles, net, X, 2, chunk=2,
+        got, _ = run_ray(ray, wad, infos, tiles, net, X, 2, chunk=2, start_grace=600.0,
                          watch=lambda e, w, t: seen.append((e, w.node, t)))
         assert got == want[1]
         assert {node_of[n] for e, n, _ in seen if e == "ready"} == {0, 1}

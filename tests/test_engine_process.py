@@ -178,6 +178,20 @@ def test_an_interrupted_scenario_start_leaves_nothing(tmp_path, monkeypatch):
     assert os.listdir(tmp) == []
 
 
+def _ended(p, timeout=60):
+    """The command's output once it has exited; if it has not within `timeout` seconds,
+    a failure showing where it waits (build.py prints its stacks on SIGUSR1)."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"the command did not exit {timeout} s after the signal; its stacks:\n"
+                    f"{err[-6000:]}")
+
+
 def _wait_for_engines(p, tag, n=1, timeout=120):
     end = time.time() + timeout
     while time.time() < end:
@@ -203,7 +217,7 @@ def test_no_orphans_after_a_signal(tmp_path, xor_wad, how):
         p.kill()
     else:
         os.killpg(p.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole group
-    out, err = p.communicate(timeout=60)
+    out, err = _ended(p)
     end = time.time() + 10
     while tagged(tag) and time.time() < end:
         time.sleep(0.1)
@@ -229,7 +243,7 @@ def test_no_orphans_after_a_signal_to_a_tiled_run(tmp_path, sig):
         os.killpg(p.pid, sig)
     else:
         p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
+    out, err = _ended(p)
     end = time.time() + 15
     while tagged(tag) and time.time() < end:
         time.sleep(0.1)

@@ -285,10 +285,19 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
     path = str(tmp_path / "spk.wad")
     write_wad(path, compile_tiles(tiles, net.name), net, tiles)
     lw = load_wad(path)
-    span, infer = {}, MapRunner.infer
+    import threading
+
+    span, infer, map02_started = {}, MapRunner.infer, threading.Event()
 
     def timed(self, x, first=False, fed=False):
         key = (self.engine.map_name, len([k for k in span if k[0] == self.engine.map_name]))
+        if key[0] == "MAP02":
+            map02_started.set()
+        elif key[1] == 1:
+            # MAP01's step 1 waits until MAP02 is under way (its engine may start slowly on
+            # a loaded machine): a runner that overlaps the maps then has both at once; one
+            # that runs the maps one after the other times out here and fails below.
+            map02_started.wait(300)
         a = time.monotonic()
         out = infer(self, x, first, fed)
         if self.engine.map_name == "MAP02":
