@@ -221,8 +221,44 @@ def _gzdoom(binary: str, files: list[str], commands: str, work: str, timeout: fl
             raise EngineError("GZDoom needs a display: install xvfb (docs/gzdoom.md)")
         args = ["xvfb-run", "-a", "-s", "-screen 0 640x480x24"] + args
     env = {**os.environ, "HOME": work}
-    r = subprocess.run(args, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    r = _run_group(args, work, env, timeout)
     return r, open(log, errors="replace").read() if os.path.exists(log) else ""
+
+
+def _run_group(args: list[str], work: str, env: dict, timeout: float
+               ) -> subprocess.CompletedProcess:
+    """`args` in a process group of its own, its output in files: on a timeout the whole
+    group goes (xvfb-run, Xvfb and GZDoom; killing only xvfb-run leaves GZDoom holding
+    the output pipes, and waiting for them then never ends)."""
+    import signal
+
+    out_path, err_path = os.path.join(work, "stdout.txt"), os.path.join(work, "stderr.txt")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        p = subprocess.Popen(args, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=err, start_new_session=True)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise EngineError(f"GZDoom did not finish in {timeout:g} s (ended); its last "
+                              f"output:\n{_tail(err_path)}") from None
+        except BaseException:   # interrupted: GZDoom and its display go too
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # anything it left behind (Xvfb)
+            except OSError:
+                pass
+    return subprocess.CompletedProcess(args, p.returncode, _tail(out_path, 100000),
+                                       _tail(err_path, 100000))
+
+
+def _tail(path: str, n: int = 1500) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()[-n:]
 
 
 def run_gzdoom(binary: str, wad: str, probe: str, commands: str, timeout: float = 300) -> str:

@@ -252,3 +252,22 @@ def test_no_orphans_after_a_signal_to_a_tiled_run(tmp_path, sig):
     assert p.returncode in (130, 143)
     leftovers = [f for f in os.listdir(tmp) if f.startswith("voodoonet-engine-")]
     assert leftovers == []
+
+
+def test_a_gzdoom_run_that_hangs_is_ended_with_its_whole_group(tmp_path):
+    """engine/gzdoom._run_group: a command whose children keep its output open (xvfb-run's
+    GZDoom did) is ended at its timeout, children too, with a clear error."""
+    from engine.doom import EngineError
+    from engine.gzdoom import _run_group
+
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "VOODOO_ORPHAN_TAG": tag}
+    t = time.monotonic()
+    with pytest.raises(EngineError, match="did not finish in 2 s"):
+        _run_group(["sh", "-c", "sleep 300 & sleep 300 & echo started >&2; wait"],
+                   str(tmp_path), env, 2)
+    assert time.monotonic() - t < 30
+    end = time.time() + 10
+    while tagged(tag) and time.time() < end:
+        time.sleep(0.1)
+    assert tagged(tag) == []
