@@ -64,13 +64,24 @@ class CNNConfig:
     kd_alpha: float = 0.9         # weight of the teacher's answers in the loss
     kd_temp: float = 4.0
     seed: int = 0
+    # Fine-tuned once more after the QAT above, through wider integers: (weight bits,
+    # clamp, epochs), from the model of the same config without it (cached or trained).
+    widen: tuple = ()
+
+    @property
+    def bits_clamp(self) -> tuple[int, int]:
+        """The weight bits and activation clamp of the finished integer model."""
+        return (self.widen[0], self.widen[1]) if self.widen else (self.weight_bits, self.clamp)
 
     @property
     def side(self) -> int:
         return (28 - 2 * self.crop) // self.pool
 
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        d = asdict(self)
+        if not self.widen:   # the keys (and headers) of configs made before the field
+            del d["widen"]
+        return json.dumps(d, sort_keys=True)
 
     def transform(self) -> InputTransform:
         return InputTransform(self.crop, self.pool, self.levels)
@@ -78,7 +89,7 @@ class CNNConfig:
 
 # The checked-in model (docs/mnist.md, "The convolutional model"): the default layers,
 # 80 epochs with the teacher, 15 of fine-tuning.
-MNIST_CNN = CNNConfig(epochs=80)
+MNIST_CNN = CNNConfig(epochs=80, widen=(5, 31, 5))
 
 
 def _torch():
@@ -195,7 +206,7 @@ class TrainedCNN:
 
 def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
     """Teacher, student, calibration, fine-tuning, calibration (see the module docstring)."""
-    from models.seq_quant import QuantStack, calibrate
+    from models.seq_quant import QuantStack
 
     torch = _torch()
     threads = torch.get_num_threads()
@@ -213,28 +224,67 @@ def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
         student = make_model(cfg.layers, cfg.side)
         _fit(cfg, student, lambda x: student(x / cfg.levels), imgs, labels, cfg.epochs,
              cfg.lr, 1, teacher, bar)
-        q = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, cfg.weight_bits,
-                       cfg.clamp)
-        t = cfg.transform()
-        x_test = t(split.test_images)
-        logits = q.float_logits(torch.as_tensor(x_test)).numpy()
+        x_test = cfg.transform()(split.test_images)
+        logits = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, cfg.weight_bits,
+                            cfg.clamp).float_logits(torch.as_tensor(x_test)).numpy()
         float_pred = logits.argmax(1)
         float_acc = float((float_pred == split.test_labels).mean())
-        x_cal, y_cal = t(imgs), labels
-
-        def score(out):
-            return float((out.argmax(1) == y_cal).mean())
-
-        s = calibrate(q, x_cal, score)
-        if cfg.qat_epochs:
-            def fake_quant(x):
-                out, a = q.forward(x, s, ste=True)
-                return out * a
-
-            _fit(cfg, student, fake_quant, imgs, labels, cfg.qat_epochs, cfg.qat_lr, 2,
-                 teacher, bar)
-            s = calibrate(q, x_cal, score)
+        q, s = _quantise(cfg, student, cfg.weight_bits, cfg.clamp, cfg.qat_epochs, 2, teacher,
+                         split, bar)
         return TrainedCNN(cfg, q, s, float_acc, float_pred, logits)
+    finally:
+        if bar is not None:
+            bar.close()
+        torch.set_num_threads(threads)
+
+
+def _quantise(cfg: CNNConfig, student, bits: int, clamp: int, epochs: int, phase: int,
+              teacher, split, bar):
+    """(QuantStack, divisors) of `student` at `bits`/`clamp`: divisors calibrated on the
+    training digits, `epochs` of fine-tuning through the integer arithmetic (straight-
+    through rounding), calibrated again."""
+    from models.seq_quant import QuantStack, calibrate
+
+    q = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, bits, clamp)
+    x_cal, y_cal = cfg.transform()(split.train_images), split.train_labels
+
+    def score(out):
+        return float((out.argmax(1) == y_cal).mean())
+
+    s = calibrate(q, x_cal, score)
+    if epochs:
+        def fake_quant(x):
+            out, a = q.forward(x, s, ste=True)
+            return out * a
+
+        _fit(cfg, student, fake_quant, split.train_images, split.train_labels, epochs,
+             cfg.qat_lr, phase, teacher, bar)
+        s = calibrate(q, x_cal, score)
+    return q, s
+
+
+def widen(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
+    """The model of `cfg` without `widen` (cached, or trained), fine-tuned again through
+    the wider integers of `cfg.widen` (seeded, single-threaded like `train`)."""
+    import copy
+    from dataclasses import replace
+
+    torch = _torch()
+    base = member(replace(cfg, widen=()), split, progress)
+    bits, clamp, epochs = cfg.widen
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=epochs, desc=f"widen {cfg.name}", unit="epoch", file=sys.stderr)
+    try:
+        torch.manual_seed(cfg.seed + 2000)
+        teacher = _teacher(cfg, split, None) if cfg.teacher_epochs else None
+        q, s = _quantise(cfg, copy.deepcopy(base.stack.model), bits, clamp, epochs, 3,
+                         teacher, split, bar)
+        return TrainedCNN(cfg, q, s, base.float_acc, base.float_pred, base.float_logits)
     finally:
         if bar is not None:
             bar.close()
@@ -286,9 +336,12 @@ def _header(members: list[TrainedCNN], float_acc: float, int_acc: float, split,
                      + " + ".join(f"{w}*m{k + 1}_o" for k, w in enumerate(weights)))
     for k, m in enumerate(members):
         c = m.cfg
+        bits, clamp = c.bits_clamp
+        more = (f" ({c.weight_bits}-bit, clamp {c.clamp}) + {c.widen[2]} widened"
+                if c.widen else "")
         lines.append(f"{f'm{k + 1}: ' if len(members) > 1 else ''}layers {' '.join(c.layers)}; "
-                     f"relu divisors {m.s}, clamp {c.clamp}; {c.weight_bits}-bit weights; "
-                     f"{c.epochs} + {c.qat_epochs} epochs, "
+                     f"relu divisors {m.s}, clamp {clamp}; {bits}-bit weights; "
+                     f"{c.epochs} + {c.qat_epochs}{more} epochs, "
                      + (f"teacher {' '.join(c.teacher)}" if c.teacher_epochs else "no teacher"))
     lines += [
         f"outputs o[0..9]: the class is argmax; trained on the 8,000 training digits of "
@@ -392,6 +445,7 @@ def recorded(text: str) -> dict:
     configs = []
     for c in docs if isinstance(docs, list) else [docs]:
         c["layers"], c["teacher"] = tuple(c["layers"]), tuple(c["teacher"])
+        c["widen"] = tuple(c.get("widen", ()))
         configs.append(CNNConfig(**c))
     return {"float_acc": float(acc.group(1)) / 100, "int_acc": float(acc.group(2)) / 100,
             "config": configs[0], "configs": configs, "test_sha": answers.group(1),
@@ -437,13 +491,12 @@ def member(cfg: CNNConfig, split, progress: bool = True, use_cache: bool = True
             saved = torch.load(path, weights_only=False)
             student = make_model(cfg.layers, cfg.side)
             student.load_state_dict(saved["state"])
-            q = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, cfg.weight_bits,
-                           cfg.clamp)
+            q = QuantStack(student, (1, cfg.side, cfg.side), 1 / cfg.levels, *cfg.bits_clamp)
             return TrainedCNN(cfg, q, saved["s"], saved["float_acc"], saved["float_pred"],
                               saved.get("float_logits"))
         except (OSError, KeyError, RuntimeError, ValueError):
             pass  # a damaged cache entry is retrained
-    trained = train(cfg, split, progress)
+    trained = widen(cfg, split, progress) if cfg.widen else train(cfg, split, progress)
     buf = io.BytesIO()
     torch.save({"state": trained.stack.model.state_dict(), "s": trained.s,
                 "float_acc": trained.float_acc, "float_pred": trained.float_pred,
