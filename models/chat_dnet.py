@@ -17,11 +17,14 @@ doors a map would build, per part.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from dsl.diagnostics import VoodooError
 from models.chat_corpus import NEWLINE
-from models.chat_lm import ChatConfig, ChatLM, _rdiv, gate_table, noise_range, tables
+from models.chat_lm import ChatConfig, ChatLM, _decayed, _rdiv, gate_table, noise_range, \
+    tables
 from models.transformer import _Writer, _ints, _write_norm
 
 LIGHT_LIMIT = 32767
@@ -97,9 +100,9 @@ def _write_tables(w: _Net) -> None:
     w.table("kv", 0, _mixed(cfg.qk_max, -cfg.v_max, cfg.v_max,
                             lambda a, b: _rdiv(a * b, cfg.kv_div)))
     w.table("gs", 0, _mixed(cfg.gate_max, -cfg.state_max, cfg.state_max,
-                            lambda g, s: _rdiv(g * s, cfg.gate_unit)))
+                            lambda g, s: _decayed(g, s, cfg.gate_unit)))
     w.table("gz", 0, _mixed(cfg.gate_max, 0, cfg.z_max,
-                            lambda g, z: _rdiv(g * z, cfg.gate_unit)))
+                            lambda g, z: _decayed(g, z, cfg.gate_unit)))
     w()
 
 
@@ -225,7 +228,7 @@ def _write_layer(w: _Net, l: int) -> None:
 
 
 def _write_state(w: _Net, l: int, hd: int) -> None:
-    """S = round(g S / G) + round(k v / kv_div), z = round(g z / G) + k, per head; the
+    """S = trunc(g S / G) + round(k v / kv_div), z = trunc(g z / G) + k, per head; the
     readout's numerators a_j = kv_div q.S[:, j] + v_max q.z and denominator q.z, in logs."""
     cfg = w.cfg
     dh, Sm, Zm, Vm = cfg.head_dim, cfg.state_max, cfg.z_max, cfg.v_max
@@ -437,4 +440,81 @@ def run_steps(net, model: ChatLM, prompt: str, seed: int | None = None) -> list[
             break
         prev = {k: v for k, v in vals.items() if k in recurrent}
         c = ids[t + 1] if t + 1 < len(ids) else vals["y"]
+    return out
+
+
+# ------------------------------------------------------------------------------ census
+PARTS = [  # (part, node-name prefixes), in the order of a step
+    ("inputs (character, noise)", ("c", "noise")),
+    ("step counter, reply flag", ("t", "gen")),
+    ("embedding", ("tok", "pe")),
+    ("router", ("xr", "A", "lA", "lt", "mean", "rh", "rb", "route")),
+    ("norms", ("z", "u", "sq", "rho", "y")),
+    ("q k v g of every expert", ("q", "k", "v", "g")),
+    ("state updates (kv, g S, g z)", ("kv", "sd", "zd")),
+    ("state readout products (q S, q z)", ("qs", "qz")),
+    ("division (log, divide)", ("la", "ld", "o")),
+    ("MLPs of every expert", ("f",)),
+    ("choice scores", ("sc",)),
+    ("argmax (max tree, best, first)", ("mx", "best", "o")),
+    ("repetition counts, y, done", ("rc", "y", "done")),
+]
+
+
+def _part(name: str) -> str:
+    group = name.split("[")[0].split(".")[0]
+    if group in ("o", "y"):   # the choice's o and y, not a layer's o{l}_{e} or a norm's y
+        return PARTS[-2][0] if group == "o" else PARTS[-1][0]
+    if re.fullmatch(r"(z|u|sq|rho|y)(a\d+|m\d+|f)(_r)?", group):
+        return PARTS[4][0]
+    stem = re.match(r"[A-Za-z]*", group).group(0)
+    for part, prefixes in PARTS:
+        if stem in prefixes:
+            return part
+    return "other"
+
+
+def census(net) -> dict[str, dict[str, int]]:
+    """Dolls, doors and door-to-light additions per part of the map a one-step chat netlist
+    makes, as the map compiler lowers it (mapgen/circuit.py): a lane, and so a doll, per
+    gated node with a door (a product is two quarter-square lookups), a door per step of
+    its staircase over the proven accumulator range (`staircase`, exact: a lookup has a
+    door only where its table changes), each door adding to the node's value light and
+    to the accumulator of every node that reads it through identities. The lanes of the
+    `prev_` inputs are left out (in a recurrent map those values stay in lights). The
+    totals are under "total", with the dependency levels of one step."""
+    from dsl.ir import Identity
+    from dsl.lower import lower_products
+    from mapgen.circuit import staircase  # the map's own staircases
+
+    low = lower_products(net)
+    readers: dict[int, int] = {}
+    expand: dict[int, set] = {}
+    depth: dict[int, int] = {}
+    for n in low.nodes:
+        if n.is_input:
+            depth[n.id] = 0
+            continue
+        srcs = set()
+        for s in n.weights:
+            srcs |= expand[s] if isinstance(low.nodes[s].gate, Identity) else {s}
+        expand[n.id] = srcs
+        depth[n.id] = max((depth[s] for s in srcs), default=0) + \
+            (0 if isinstance(n.gate, Identity) else 1)
+        for r in srcs:
+            readers[r] = readers.get(r, 0) + 1
+    out: dict[str, dict[str, int]] = {}
+    for n in low.nodes:
+        if isinstance(n.gate, Identity) or n.name.startswith("prev_"):
+            continue
+        r = low.acc_range[n.id]
+        doors = len(staircase(n.gate, r.lo, r.hi)[1])
+        if not doors:
+            continue
+        for key in (_part(n.name), "total"):
+            row = out.setdefault(key, {"dolls": 0, "doors": 0, "adds": 0})
+            row["dolls"] += 1
+            row["doors"] += doors
+            row["adds"] += doors * (1 + readers.get(n.id, 0))
+    out["total"]["levels"] = max(depth.values())
     return out

@@ -56,26 +56,28 @@ class ChatConfig:
     experts: int = 2
     mlp: int = 16               # GELU MLP width
     router_hidden: int = 32
-    # LayerNorm, as docs/transformer.md ("Norms"): u = clamp(round(z / s_norm), -N, N)
-    norm_max: int = 4
-    s_norm: int = 256
-    norm_k: int = 3             # K: a normalised value of 1.0 is K
+    # LayerNorm, as docs/transformer.md ("Norms"): u = clamp(round(z / s_norm), -N, N),
+    # rho = min(rho_max, round(K sqrt(d / sum u^2))), y = u rho
+    norm_max: int = 8
+    s_norm: int = 120
+    norm_k: int = 24            # K: a normalised value of 1.0 is K
+    rho_max: int = 24
     # q, k = min(qk_max, round(qk_scale * (elu(acc / s_qkv) + 1))); v = clamp(round(acc /
     # s_v), -v_max, v_max); g = min(gate_max, round(G sigmoid(acc / s_qkv) decay))
-    s_qkv: int = 32
+    s_qkv: int = 384
     qk_max: int = 4
     qk_scale: float = 2.0
     v_max: int = 3
-    s_v: int = 32
+    s_v: int = 384
     gate_unit: int = 8          # G: g / G is the gate times the decay
     gate_max: int = 7           # g <= gate_max < G: every state update is a contraction
     decay_unit: int = 16        # the decay is a fixed-point factor d / decay_unit
     kv_div: int = 4             # S adds round(k v / kv_div)
     # the division out = num / den in the log domain
     beta: float = 0.08          # one LOG unit is beta nats
-    out_scale: int = 2          # P: the attention output is P (mean v + v_max), 0..2 P v_max
+    out_scale: int = 4          # P: the attention output is P (mean v + v_max), 0..2 P v_max
     # MLP: f = min(gelu_max, round(gelu_scale * gelu(acc / s_mlp)))
-    s_mlp: int = 32
+    s_mlp: int = 384
     gelu_scale: int = 4
     gelu_max: int = 12
     # router: A += clamp(round(h / s_router_in), -X, X) + X, mean = rho A / t - rho X,
@@ -98,7 +100,7 @@ class ChatConfig:
     def validate(self) -> "ChatConfig":
         problems = []
         for k in ("vocab", "context", "d_model", "heads", "layers", "experts", "mlp",
-                  "router_hidden", "norm_max", "s_norm", "norm_k", "s_qkv", "qk_max",
+                  "router_hidden", "norm_max", "s_norm", "norm_k", "rho_max", "s_qkv", "qk_max",
                   "v_max", "s_v", "gate_unit", "decay_unit", "kv_div", "out_scale",
                   "s_mlp", "gelu_scale", "gelu_max", "s_router_in", "router_in_max",
                   "router_mean_scale", "s_router", "router_max", "logit_unit", "s_choice",
@@ -132,7 +134,7 @@ class ChatConfig:
 
     @property
     def state_max(self) -> int:
-        """The least Smax with |round(g s / G)| + kv_max <= Smax for every |s| <= Smax and
+        """The least Smax with |trunc(g s / G)| + kv_max <= Smax for every |s| <= Smax and
         g <= gate_max: then |S| <= Smax at every step, however many."""
         return _contraction_bound(self.gate_max, self.gate_unit, self.kv_max)
 
@@ -174,9 +176,15 @@ def _rdiv(a: int, b: int) -> int:
     return (2 * a + b) // (2 * b)
 
 
+def _decayed(g: int, s: int, G: int) -> int:
+    """g s / G rounded toward zero: a decayed value always shrinks (rounding to nearest
+    would keep every |s| <= G / (2 (G - g)) forever)."""
+    return abs(g * s) // G * (1 if g * s >= 0 else -1)
+
+
 def _contraction_bound(g_max: int, G: int, inc: int) -> int:
     s = max(inc, 1)
-    while max(abs(_rdiv(g_max * x, G)) for x in (-s, s)) + inc > s:
+    while _decayed(g_max, s, G) + inc > s:
         s += 1
     return s
 
@@ -220,7 +228,9 @@ def tables(cfg: ChatConfig) -> dict[str, Table]:
                                                                   math.exp(c.beta * d))),
                          -4000, 4000),
     }
-    out.update(norm_tables(c))
+    for t in norm_tables(c).values():
+        out[t.name] = Table(t.name, t.lo, tuple(min(v, c.rho_max) for v in t.values)) \
+            if t.name == "rsqrt" else t
     return out
 
 
@@ -251,7 +261,8 @@ def _float_fns(cfg: ChatConfig) -> dict:
         "gelu": lambda a: torch.clamp(c.gelu_scale * torch.nn.functional.gelu(a / c.s_mlp),
                                       max=c.gelu_max),
         "sq": lambda z: torch.clamp(z / c.s_norm, -c.norm_max, c.norm_max) ** 2,
-        "rsqrt": lambda S: c.norm_k * torch.sqrt(c.d_model / torch.clamp(S, min=1)),
+        "rsqrt": lambda S: torch.clamp(c.norm_k * torch.sqrt(c.d_model / torch.clamp(S, min=1)),
+                                       max=c.rho_max),
     }
 
 
@@ -284,10 +295,13 @@ class _Ops(_TransformerOps):
             i = torch.einsum("...i,eoi->...eo", x.i, integer(W)) + integer(b)
         return _V(f, i)
 
-    def rdiv(self, x: _V, den: int) -> _V:
-        """round(x / den), half up: the rounding of the state's products."""
+    def rdiv(self, x: _V, den: int, toward_zero: bool = False) -> _V:
+        """round(x / den), half up, or rounded toward zero: the state's roundings."""
         f = None if x.f is None else x.f / den
-        i = None if x.i is None else torch.div(2 * x.i + den, 2 * den, rounding_mode="floor")
+        i = None
+        if x.i is not None:
+            i = torch.div(x.i, den, rounding_mode="trunc") if toward_zero else \
+                torch.div(2 * x.i + den, 2 * den, rounding_mode="floor")
         return self._pair(f, i)
 
     def ratio(self, num: _V, den: _V, name: str, scale: int, top: int) -> _V:
@@ -516,9 +530,10 @@ class ChatLM(nn.Module):
         H, dh = c.heads, c.head_dim
         q, k, v, g = (a.map(lambda t: t.reshape(t.shape[0], H, dh)) for a in (q, k, v, g))
         kv = ops.rdiv(k.zip(v, lambda a, b: a[..., :, None] * b[..., None, :]), c.kv_div)
-        S = ops.rdiv(g.zip(st["S"][layer], lambda a, b: a[..., :, None] * b), c.gate_unit)
-        S = S.zip(kv, torch.add)
-        z = ops.rdiv(g.zip(st["z"][layer], torch.mul), c.gate_unit).zip(k, torch.add)
+        S = ops.rdiv(g.zip(st["S"][layer], lambda a, b: a[..., :, None] * b), c.gate_unit,
+                     toward_zero=True).zip(kv, torch.add)
+        z = ops.rdiv(g.zip(st["z"][layer], torch.mul), c.gate_unit, toward_zero=True).zip(
+            k, torch.add)
         st["S"][layer], st["z"][layer] = S, z
         num = q.zip(S, lambda a, b: torch.einsum("bhi,bhij->bhj", a, b))
         den = q.zip(z, lambda a, b: (a * b).sum(-1, keepdim=True))
