@@ -94,7 +94,7 @@ def _write_tables(w: _Net) -> None:
         w.table(t.name, t.lo, t.values)
     V, T, d = cfg.vocab, cfg.context, cfg.d_model
     w.table("gen", 0, [int(k >= V or k == NEWLINE) for k in range(2 * V)])
-    tok, pos = _ints(m.embed["tok"]), _ints(m.embed["pos"])
+    tok, pos = (w.i.numpy() for w in m.embeddings())
     w.table("tok", 0, [tok[c, j] for j in range(d) for c in range(V)])
     w.table("pos", 0, [pos[t, j] for j in range(d) for t in range(T)])
     w.table("kv", 0, _mixed(cfg.qk_max, -cfg.v_max, cfg.v_max,
@@ -148,7 +148,7 @@ def _write_router(w: _Net) -> None:
     w.vec("A", d, f"relu(s=1, max={cfg.sum_max})")
     w.diag(w.prev("A", d, 0, cfg.sum_max), "A", d)
     w.diag("xr", "A", d)
-    w.vec("lA", d, "lut(log)")
+    w.vec("lA", d, "lut(logp)")
     w.diag("A", "lA", d)
     w("neuron lt : lut(log) = t")
     w.vec("mean", d, "lut(mean)")
@@ -202,15 +202,18 @@ def _write_layer(w: _Net, l: int) -> None:
     W = {n: (_ints(a), _ints(b)) for n, (a, b) in m.folded(l, "1", "qkvg").items()}
     hi = {n: max(_bound(W[n][0][e], W[n][1][e], -ymax, ymax).max() for e in range(E))
           for n in W}
-    B = 1 + max(hi["q"] - tabs["qk"].lo, hi["k"] - tabs["qk"].lo, hi["v"] + Vm * sv + sv,
-                max(hi["g"] - gate_table(cfg, dd).lo for dd in range(cfg.decay_unit + 1)))
+    # Each vector's push B: its largest accumulator lands below its table (or its relu's
+    # first step) when the router does not choose its expert.
+    B = {"q": 1 + hi["q"] - tabs["qk"].lo, "k": 1 + hi["k"] - tabs["qk"].lo,
+         "v": 1 + hi["v"] + Vm * sv + sv,
+         "g": 1 + hi["g"] - min(gate_table(cfg, dd).lo for dd in range(cfg.decay_unit + 1))}
     for e in range(E):
         for n in "qk":
-            _gated(w, f"{n}{l}_{e}", d, "lut(qk)", e, B, y, W[n][0][e], W[n][1][e])
-        _gated(w, f"v{l}_{e}", d, f"relu(s={sv}, max={2 * Vm})", e, B, y, W["v"][0][e],
+            _gated(w, f"{n}{l}_{e}", d, "lut(qk)", e, B[n], y, W[n][0][e], W[n][1][e])
+        _gated(w, f"v{l}_{e}", d, f"relu(s={sv}, max={2 * Vm})", e, B["v"], y, W["v"][0][e],
                W["v"][1][e] + Vm * sv + sv // 2)
         for i, dec in enumerate(m.decays(l)[e].tolist()):
-            _gated(w, f"g{l}_{e}_{i}", None, f"lut(gate{dec})", e, B, y,
+            _gated(w, f"g{l}_{e}_{i}", None, f"lut(gate{dec})", e, B["g"], y,
                    W["g"][0][e][i:i + 1], W["g"][1][e][i:i + 1])
     for n in "qkv":
         w.vec(f"{n}{l}", d, "identity")
@@ -229,7 +232,8 @@ def _write_layer(w: _Net, l: int) -> None:
 
 def _write_state(w: _Net, l: int, hd: int) -> None:
     """S = trunc(g S / G) + round(k v / kv_div), z = trunc(g z / G) + k, per head; the
-    readout's numerators a_j = kv_div q.S[:, j] + v_max q.z and denominator q.z, in logs."""
+    logs of the readout's numerators q.S[:, j] (their positive and negative parts) and of
+    its denominator q.z."""
     cfg = w.cfg
     dh, Sm, Zm, Vm = cfg.head_dim, cfg.state_max, cfg.z_max, cfg.v_max
     a0, a1 = hd * dh, (hd + 1) * dh
@@ -259,36 +263,38 @@ def _write_state(w: _Net, l: int, hd: int) -> None:
     for i in range(dh):
         w(f"neuron qs{tag}_{i}[{dh}] : product(q{l}[{a0 + i}], S{tag}[{i * dh}:{(i + 1) * dh}])")
     w(f"neuron qz{tag}[{dh}] : product(q{l}[{a0}:{a1}], z{tag})")
-    w.vec(f"la{tag}", dh, "lut(log)")
-    for i in range(dh):
-        w.diag(f"qs{tag}_{i}", f"la{tag}", dh, cfg.kv_div)
-    w(f"lines qz{tag} -> la{tag} all {Vm}")
+    for part in "pn":
+        w.vec(f"l{part}{tag}", dh, f"lut(log{part})")
+        for i in range(dh):
+            w.diag(f"qs{tag}_{i}", f"l{part}{tag}", dh)
     w(f"neuron ld{tag} : lut(log) = " + " + ".join(f"qz{tag}[{i}]" for i in range(dh)))
 
 
 def _write_output(w: _Net, l: int) -> None:
-    """o = DIV(la - ld) per expert (0 unless chosen), then r = h + Wo_e (o - P v_max) + bo_e."""
+    """o = DIV(lp - ld) - DIV(ln - ld), each part per expert (0 unless chosen), then
+    r = h + Wo_e o + bo_e."""
     cfg, m = w.cfg, w.model
     d, dh, E = cfg.d_model, cfg.head_dim, cfg.experts
     tabs = tables(cfg)
-    B = 1 + max(tabs["log"].values) - tabs["div"].lo
-    blk = m.blocks[l]
+    B = 1 + max(tabs["logp"].values) - tabs["div"].lo
+    wr = {k: v.i.numpy() for k, v in m.writes(l).items()}
     w(f"# layer {l}: the division, per expert, and the residual r{l}")
     for e in range(E):
-        w.vec(f"o{l}_{e}", d, "lut(div)")
-        for hd in range(cfg.heads):
-            a0, a1 = hd * dh, (hd + 1) * dh
-            w.diag(f"la{l}_{hd}", f"o{l}_{e}[{a0}:{a1}]", dh)
-            w(f"lines ld{l}_{hd} -> o{l}_{e}[{a0}:{a1}] all -1")
-        w(f"lines route{e} -> o{l}_{e} all {B}")
-        w.bias(f"o{l}_{e}", [-B] * d)
+        for part in "pn":
+            name = f"o{part}{l}_{e}"
+            w.vec(name, d, "lut(div)")
+            for hd in range(cfg.heads):
+                a0, a1 = hd * dh, (hd + 1) * dh
+                w.diag(f"l{part}{l}_{hd}", f"{name}[{a0}:{a1}]", dh)
+                w(f"lines ld{l}_{hd} -> {name}[{a0}:{a1}] all -1")
+            w(f"lines route{e} -> {name} all {B}")
+            w.bias(name, [-B] * d)
     w.vec(f"r{l}", d, "identity")
     w.diag(f"h{l}", f"r{l}", d)
-    P = cfg.out_scale * cfg.v_max
     for e in range(E):
-        Wo = _ints(blk["Wo"][e])
-        w.dense(f"o{l}_{e}", f"r{l}", Wo)
-        w.column(f"route{e}", f"r{l}", _ints(blk["bo"][e]) - P * Wo.sum(1))
+        w.dense(f"op{l}_{e}", f"r{l}", wr["Wo"][e])
+        w.dense(f"on{l}_{e}", f"r{l}", -wr["Wo"][e])
+        w.column(f"route{e}", f"r{l}", wr["bo"][e])
 
 
 def _write_mlp(w: _Net, l: int) -> None:
@@ -300,13 +306,13 @@ def _write_mlp(w: _Net, l: int) -> None:
     ymax = cfg.norm_max * max(tabs["rsqrt"].values)
     W1, b1 = (_ints(t) for t in m.folded(l, "2", ("1",))["1"])
     B = 1 + max(_bound(W1[e], b1[e], -ymax, ymax).max() for e in range(E)) - tabs["gelu"].lo
-    blk = m.blocks[l]
+    wr = {k: v.i.numpy() for k, v in m.writes(l).items()}
     w.vec(f"h{l + 1}", d, "identity")
     w.diag(f"r{l}", f"h{l + 1}", d)
     for e in range(E):
         _gated(w, f"f{l}_{e}", M, "lut(gelu)", e, B, y, W1[e], b1[e])
-        w.dense(f"f{l}_{e}", f"h{l + 1}", _ints(blk["W2"][e]))
-        w.column(f"route{e}", f"h{l + 1}", _ints(blk["b2"][e]))
+        w.dense(f"f{l}_{e}", f"h{l + 1}", wr["W2"][e])
+        w.column(f"route{e}", f"h{l + 1}", wr["b2"][e])
 
 
 # -------------------------------------------------------------------------- the choice
@@ -453,7 +459,7 @@ PARTS = [  # (part, node-name prefixes), in the order of a step
     ("q k v g of every expert", ("q", "k", "v", "g")),
     ("state updates (kv, g S, g z)", ("kv", "sd", "zd")),
     ("state readout products (q S, q z)", ("qs", "qz")),
-    ("division (log, divide)", ("la", "ld", "o")),
+    ("division (log, divide)", ("lp", "ln", "ld", "op", "on")),
     ("MLPs of every expert", ("f",)),
     ("choice scores", ("sc",)),
     ("argmax (max tree, best, first)", ("mx", "best", "o")),
@@ -475,34 +481,36 @@ def _part(name: str) -> str:
 
 
 def census(net) -> dict[str, dict[str, int]]:
-    """Dolls, doors and door-to-light additions per part of the map a one-step chat netlist
-    makes, as the map compiler lowers it (mapgen/circuit.py): a lane, and so a doll, per
-    gated node with a door (a product is two quarter-square lookups), a door per step of
-    its staircase over the proven accumulator range (`staircase`, exact: a lookup has a
-    door only where its table changes), each door adding to the node's value light and
-    to the accumulator of every node that reads it through identities. The lanes of the
-    `prev_` inputs are left out (in a recurrent map those values stay in lights). The
-    totals are under "total", with the dependency levels of one step."""
+    """Dolls, doors and weighted lines per part of the map a one-step chat netlist makes,
+    as the map compiler lowers it (mapgen/circuit.py): a lane, and so a doll, per gated
+    node with a door (a product is two quarter-square lookups); a door per step of its
+    staircase over the proven accumulator range (`staircase`: a lookup has a door only
+    where its table changes); per door a line to the node's value light and one per
+    distinct weight among the accumulators that read it through identities (a weight
+    group). The lanes of the `prev_` inputs are left out (in a recurrent map those values
+    stay in lights). The totals are under "total", with the levels of one step."""
     from dsl.ir import Identity
     from dsl.lower import lower_products
     from mapgen.circuit import staircase  # the map's own staircases
 
     low = lower_products(net)
-    readers: dict[int, int] = {}
-    expand: dict[int, set] = {}
+    weights: dict[int, set] = {}   # lane node -> the distinct weights it is read with
+    expand: dict[int, dict[int, int]] = {}
     depth: dict[int, int] = {}
     for n in low.nodes:
+        depth[n.id] = 0
         if n.is_input:
-            depth[n.id] = 0
             continue
-        srcs = set()
-        for s in n.weights:
-            srcs |= expand[s] if isinstance(low.nodes[s].gate, Identity) else {s}
-        expand[n.id] = srcs
-        depth[n.id] = max((depth[s] for s in srcs), default=0) + \
+        terms: dict[int, int] = {}
+        for src, wt in n.weights.items():
+            sub = expand[src] if isinstance(low.nodes[src].gate, Identity) else {src: 1}
+            for r, wr in sub.items():
+                terms[r] = terms.get(r, 0) + wt * wr
+        expand[n.id] = {r: v for r, v in terms.items() if v}
+        depth[n.id] = max((depth[r] for r in expand[n.id]), default=0) + \
             (0 if isinstance(n.gate, Identity) else 1)
-        for r in srcs:
-            readers[r] = readers.get(r, 0) + 1
+        for r, v in expand[n.id].items():
+            weights.setdefault(r, set()).add(v)
     out: dict[str, dict[str, int]] = {}
     for n in low.nodes:
         if isinstance(n.gate, Identity) or n.name.startswith("prev_"):
@@ -512,9 +520,9 @@ def census(net) -> dict[str, dict[str, int]]:
         if not doors:
             continue
         for key in (_part(n.name), "total"):
-            row = out.setdefault(key, {"dolls": 0, "doors": 0, "adds": 0})
+            row = out.setdefault(key, {"dolls": 0, "doors": 0, "lines": 0})
             row["dolls"] += 1
             row["doors"] += doors
-            row["adds"] += doors * (1 + readers.get(n.id, 0))
+            row["lines"] += doors * (1 + len(weights.get(n.id, ())))
     out["total"]["levels"] = max(depth.values())
     return out

@@ -59,33 +59,33 @@ class ChatConfig:
     # LayerNorm, as docs/transformer.md ("Norms"): u = clamp(round(z / s_norm), -N, N),
     # rho = min(rho_max, round(K sqrt(d / sum u^2))), y = u rho
     norm_max: int = 8
-    s_norm: int = 120
+    s_norm: int = 48
     norm_k: int = 24            # K: a normalised value of 1.0 is K
-    rho_max: int = 24
+    rho_max: int = 16
     # q, k = min(qk_max, round(qk_scale * (elu(acc / s_qkv) + 1))); v = clamp(round(acc /
     # s_v), -v_max, v_max); g = min(gate_max, round(G sigmoid(acc / s_qkv) decay))
-    s_qkv: int = 384
-    qk_max: int = 4
-    qk_scale: float = 2.0
-    v_max: int = 3
-    s_v: int = 384
+    s_qkv: int = 256
+    qk_max: int = 8
+    qk_scale: float = 4.0
+    v_max: int = 7
+    s_v: int = 192
     gate_unit: int = 8          # G: g / G is the gate times the decay
     gate_max: int = 7           # g <= gate_max < G: every state update is a contraction
     decay_unit: int = 16        # the decay is a fixed-point factor d / decay_unit
-    kv_div: int = 4             # S adds round(k v / kv_div)
+    kv_div: int = 19            # S adds round(k v / kv_div)
     # the division out = num / den in the log domain
-    beta: float = 0.08          # one LOG unit is beta nats
+    beta: float = 0.04          # one LOG unit is beta nats
     out_scale: int = 4          # P: the attention output is P (mean v + v_max), 0..2 P v_max
     # MLP: f = min(gelu_max, round(gelu_scale * gelu(acc / s_mlp)))
-    s_mlp: int = 384
-    gelu_scale: int = 4
-    gelu_max: int = 12
+    s_mlp: int = 256
+    gelu_scale: int = 8
+    gelu_max: int = 24
     # router: A += clamp(round(h / s_router_in), -X, X) + X, mean = rho A / t - rho X,
     # hidden = clamp(floor((W1 mean + b1) / s_router), 0, router_max)
     s_router_in: int = 32
     router_in_max: int = 2      # X
-    router_mean_scale: int = 2  # rho
-    s_router: int = 8
+    router_mean_scale: int = 8  # rho
+    s_router: int = 64
     router_max: int = 15
     # head and the choice of the next character (docs/chat.md, "The choice")
     logit_unit: int = 16        # a logit of logit_unit is one nat
@@ -120,8 +120,11 @@ class ChatConfig:
 
     # -- derived bounds: each proven in docs/chat.md ("Ranges over any number of steps")
     @property
-    def norm(self) -> str:  # the norms are LayerNorms (models.transformer._norm reads this)
-        return "layer"
+    def norm(self) -> str:
+        """The LayerNorms' form for models.transformer._norm: every write into the residual
+        stream has zero mean over the channels, exactly (`zero_mean`), so a LayerNorm's
+        mean is 0 and it is computed as the RMS norm of h (docs/chat.md, "LayerNorm")."""
+        return "rms"
 
     @property
     def head_dim(self) -> int:
@@ -145,7 +148,8 @@ class ChatConfig:
 
     @property
     def out_max(self) -> int:
-        return 2 * self.out_scale * self.v_max
+        """|o| <= out_max: the attention output is P q.S / q.z, a weighted mean of v."""
+        return self.out_scale * self.v_max
 
     @property
     def sum_max(self) -> int:
@@ -158,13 +162,13 @@ class ChatConfig:
 
     @property
     def num_max(self) -> int:
-        """The largest a = kv_div * q.S[:, j] + v_max * q.z, the LOG table's top."""
-        dh, Q = self.head_dim, self.qk_max
-        return self.kv_div * dh * Q * self.state_max + self.v_max * dh * Q * self.z_max
+        """|q.S[:, j]| <= num_max (a numerator of the readout)."""
+        return self.head_dim * self.qk_max * self.state_max
 
     @property
-    def log_max(self) -> int:
-        return max(self.num_max, self.sum_max, self.context)
+    def den_max(self) -> int:
+        """0 <= q.z <= den_max (the readout's denominator)."""
+        return self.head_dim * self.qk_max * self.z_max
 
     @property
     def penalty_units(self) -> int:
@@ -213,6 +217,7 @@ def tables(cfg: ChatConfig) -> dict[str, Table]:
     hold the learned decays and belong to a model (`ChatLM.gate_tables`)."""
     c = cfg
     span = 40 * max(c.s_qkv, c.s_mlp)
+    top_den, top_num = max(c.den_max, c.context), max(c.num_max, c.sum_max)
     out = {
         "qk": _trimmed("qk", lambda a: min(c.qk_max, _round(c.qk_scale * _elu1(a / c.s_qkv))),
                        -span, span),
@@ -220,14 +225,21 @@ def tables(cfg: ChatConfig) -> dict[str, Table]:
                                                                    _gelu(a / c.s_mlp))),
                          -span, span),
         "log": Table("log", 0, tuple(_round(math.log(max(n, 1)) / c.beta)
-                                     for n in range(c.log_max + 1))),
-        "div": _trimmed("div", lambda d: min(c.out_max, _round(c.out_scale *
+                                     for n in range(top_den + 1))),
+        "div": _trimmed("div", lambda d: min(c.out_max, _round(c.out_scale * c.kv_div *
                                                                math.exp(c.beta * d))),
                         -4000, 4000),
         "mean": _trimmed("mean", lambda d: min(c.mean_max, _round(c.router_mean_scale *
                                                                   math.exp(c.beta * d))),
                          -4000, 4000),
     }
+    # The logs of a numerator's positive and negative parts; a part that is 0 has a log
+    # so low that every quotient of it is 0 (zero = below every table minus any LOG).
+    zero = min(out["div"].lo, out["mean"].lo) - 1 - out["log"].values[-1]
+    out["logp"] = Table("logp", 0, (zero,) + tuple(_round(math.log(n) / c.beta)
+                                                   for n in range(1, top_num + 1)))
+    out["logn"] = Table("logn", -c.num_max, tuple(_round(math.log(-n) / c.beta)
+                                                  for n in range(-c.num_max, 0)) + (zero,))
     for t in norm_tables(c).values():
         out[t.name] = Table(t.name, t.lo, tuple(min(v, c.rho_max) for v in t.values)) \
             if t.name == "rsqrt" else t
@@ -285,15 +297,18 @@ class _Ops(_TransformerOps):
         i = None if x.i is None else self._t[name][torch.clamp(x.i, t.lo, t.hi) - t.lo]
         return self._pair(f, i)
 
+    def param(self, W) -> _V:
+        """A parameter (a tensor, or a Fixed whose integers are given) as each path needs it:
+        real (float), its integers straight-through (qat), the integers (int)."""
+        if isinstance(W, Fixed):
+            return _V(None if self.mode == "int" else W.f if self.mode == "float" else
+                      W.f + (W.i.to(W.f.dtype) - W.f).detach(),
+                      None if self.mode == "float" else W.i)
+        return super().param(W)
+
     def lin_e(self, x: _V, W, b) -> _V:
         """Every expert's x @ W[e].T + b[e]: (batch, in) -> (batch, experts, out)."""
-        f = i = None
-        if x.f is not None:
-            Wf, bf = (W, b) if self.mode == "float" else (_ste_round(W), _ste_round(b))
-            f = torch.einsum("...i,eoi->...eo", x.f, Wf) + bf
-        if x.i is not None:
-            i = torch.einsum("...i,eoi->...eo", x.i, integer(W)) + integer(b)
-        return _V(f, i)
+        return _linear(self, x, W, b, "...i,eoi->...eo")
 
     def rdiv(self, x: _V, den: int, toward_zero: bool = False) -> _V:
         """round(x / den), half up, or rounded toward zero: the state's roundings."""
@@ -304,22 +319,27 @@ class _Ops(_TransformerOps):
                 torch.div(2 * x.i + den, 2 * den, rounding_mode="floor")
         return self._pair(f, i)
 
-    def ratio(self, num: _V, den: _V, name: str, scale: int, top: int) -> _V:
-        """scale * num / den in the log domain: TABLE(LOG(num) - LOG(den)) (docs/chat.md)."""
+    def ratio(self, num: _V, den: _V, name: str, scale: int, top: int,
+              signed: bool = False) -> _V:
+        """scale * num / den in the log domain (docs/chat.md, "The division"):
+        TABLE(LOGP(num) - LOG(den)), minus TABLE(LOGN(num) - LOG(den)) when signed."""
         f = None if num.f is None else torch.clamp(scale * num.f / den.f.clamp(min=1e-3),
-                                                   0, top)
+                                                   -top if signed else 0, top)
         i = None
         if num.i is not None:
-            lg = self._t["log"]
-            top_n = len(lg) - 1
-            d = lg[num.i.clamp(0, top_n)] - lg[den.i.clamp(0, top_n)]
-            t = self.tables[name]
-            i = self._t[name][torch.clamp(d, t.lo, t.hi) - t.lo]
+            ld = self._look("log", den.i)
+            i = self._look(name, self._look("logp", num.i) - ld)
+            if signed:
+                i = i - self._look(name, self._look("logn", num.i) - ld)
         return self._pair(f, i)
+
+    def _look(self, name: str, a):
+        t = self.tables[name]
+        return self._t[name][torch.clamp(a, t.lo, t.hi) - t.lo]
 
 
 # -------------------------------------------------------------------------- the module
-SIG_H = 64.0   # typical magnitude of a residual value, in integer units
+SIG_H = 128.0  # typical magnitude of a residual value, in integer units
 
 
 class ChatLM(nn.Module):
@@ -343,7 +363,8 @@ class ChatLM(nn.Module):
         self.embed = nn.ParameterDict(dict(tok=p(V, d, std=SIG_H), pos=p(c.context, d,
                                                                           std=SIG_H / 2)))
         self.router = nn.ParameterDict(dict(
-            W1=p(R, d, std=c.s_router / sd), b1=p(R, std=c.s_router),
+            W1=p(R, d, std=2 * c.s_router / (c.router_mean_scale * c.router_in_max * sd)),
+            b1=p(R, std=c.s_router),
             W2=p(E, R, std=1.0), b2=p(E)))
         w_in = c.s_qkv / (K * sd)
         blocks = []
@@ -351,10 +372,10 @@ class ChatLM(nn.Module):
             blocks.append(nn.ParameterDict(dict(
                 g1=p(E, d, init=1.0), n1=p(E, d), g2=p(E, d, init=1.0), n2=p(E, d),
                 Wq=p(E, d, d, std=w_in), bq=p(E, d), Wk=p(E, d, d, std=w_in), bk=p(E, d),
-                Wv=p(E, d, d, std=c.s_v * 1.5 / (K * sd)), bv=p(E, d),
+                Wv=p(E, d, d, std=c.s_v * 3 / (K * sd)), bv=p(E, d),
                 Wg=p(E, d, d, std=w_in / 2), bg=p(E, d, std=c.s_qkv / 2, init=c.s_qkv),
                 decay=p(E, d, std=0.5, init=2.5),   # decay = sigmoid(this)
-                Wo=p(E, d, d, std=SIG_H / (2 * c.out_scale * c.v_max * sd)), bo=p(E, d),
+                Wo=p(E, d, d, std=SIG_H / (2 * 2 * c.out_scale * sd)), bo=p(E, d),
                 W1=p(E, M, d, std=c.s_mlp / (K * sd)), b1=p(E, M),
                 W2=p(E, d, M, std=SIG_H / (c.gelu_scale * 2 * math.sqrt(M))), b2=p(E, d))))
         self.blocks = nn.ModuleList(blocks)
@@ -433,8 +454,18 @@ class ChatLM(nn.Module):
                 "S": [zeros(batch, H, dh, dh) for _ in range(c.layers)],
                 "z": [zeros(batch, H, dh) for _ in range(c.layers)]}
 
+    def embeddings(self) -> tuple[Fixed, Fixed]:
+        """The token and position embeddings (zero mean over the channels)."""
+        return zero_mean(self.embed["tok"], 1), zero_mean(self.embed["pos"], 1)
+
+    def writes(self, layer: int) -> dict[str, Fixed]:
+        """Expert weights that write into the residual stream: Wo, bo, W2, b2 (each of
+        zero mean over the channels it writes)."""
+        blk = self.blocks[layer]
+        return {n: zero_mean(blk[n], 1) for n in ("Wo", "bo", "W2", "b2")}
+
     def _embed(self, ops: _Ops, c, pos) -> _V:
-        tok, pe = ops.param(self.embed["tok"]), ops.param(self.embed["pos"])
+        tok, pe = (ops.param(w) for w in self.embeddings())
         return tok.map(lambda W: W[c]).zip(pe.map(lambda P: P[pos]), torch.add)
 
     def step(self, ops: _Ops, st: dict, c, t: int, aux: list | None = None) -> _V:
@@ -493,7 +524,6 @@ class ChatLM(nn.Module):
         """One block, for any leading shape: q, k, v, g of every expert, the chosen
         expert's, `attend` (the state), the residual, the MLP."""
         c = self.cfg
-        blk = self.blocks[layer]
         W = self.folded(layer, "1", "qkvg")
         y = _norm(ops, h)
         pre = {n: ops.lin_e(y, *W[n]) for n in "qkvg"}
@@ -501,11 +531,12 @@ class ChatLM(nn.Module):
         k = _pick(ops.table(pre["k"], "qk"), route)
         v = _pick(ops.quant(pre["v"], c.s_v, -c.v_max, c.v_max), route)
         g = _pick(self._gate(ops, layer, pre["g"]), route)
-        o = attend(q, k, v, g).map(lambda t: t - c.out_scale * c.v_max)
-        h = h.zip(_pick(ops.lin_e(o, blk["Wo"], blk["bo"]), route), torch.add)
+        o = attend(q, k, v, g)
+        wr = self.writes(layer)
+        h = h.zip(_pick(ops.lin_e(o, wr["Wo"], wr["bo"]), route), torch.add)
         W1, b1 = self.folded(layer, "2", ("1",))["1"]
         f = ops.table(ops.lin_e(_norm(ops, h), W1, b1), "gelu")
-        return h.zip(_pick(_lin_each(ops, f, blk["W2"], blk["b2"]), route), torch.add)
+        return h.zip(_pick(_lin_each(ops, f, wr["W2"], wr["b2"]), route), torch.add)
 
     def _gate(self, ops: _Ops, layer: int, pre: _V) -> _V:
         """g = min(gate_max, round(G sigmoid(acc / s_qkv) d / decay_unit)), d the expert's
@@ -525,7 +556,7 @@ class ChatLM(nn.Module):
 
     def _attend(self, ops: _Ops, st: dict, layer: int, q: _V, k: _V, v: _V, g: _V) -> _V:
         """The state update and the readout of one step (docs/chat.md, "The state"):
-        returns P (q.S / q.z + v_max) in 0..out_max, (batch, d)."""
+        returns o = P kv_div q.S / q.z (a weighted mean of v, times P), (batch, d)."""
         c = self.cfg
         H, dh = c.heads, c.head_dim
         q, k, v, g = (a.map(lambda t: t.reshape(t.shape[0], H, dh)) for a in (q, k, v, g))
@@ -537,9 +568,8 @@ class ChatLM(nn.Module):
         st["S"][layer], st["z"][layer] = S, z
         num = q.zip(S, lambda a, b: torch.einsum("bhi,bhij->bhj", a, b))
         den = q.zip(z, lambda a, b: (a * b).sum(-1, keepdim=True))
-        a = num.zip(den, lambda n, d: c.kv_div * n + c.v_max * d)
-        o = ops.ratio(a, den.map(lambda d: d.expand(*d.shape[:-1], dh)), "div", c.out_scale,
-                      c.out_max)
+        o = ops.ratio(num, den.map(lambda d: d.expand(*d.shape[:-1], dh)), "div",
+                      c.out_scale * c.kv_div, c.out_max, signed=True)
         return o.map(lambda t: t.reshape(t.shape[0], H * dh))
 
     def _attend_parallel(self, q: _V, k: _V, v: _V, g: _V) -> _V:
@@ -556,7 +586,7 @@ class ChatLM(nn.Module):
         W = torch.einsum("bthi,bshi,btshi->bhts", q, k, decay)
         mean_v = torch.einsum("bhts,bshj->bthj", W, v) / \
             W.sum(-1).clamp(min=1e-3).permute(0, 2, 1)[..., None]
-        o = torch.clamp(c.out_scale * (mean_v + c.v_max), 0, c.out_max)
+        o = torch.clamp(c.out_scale * mean_v, -c.out_max, c.out_max)
         return _V(o.reshape(B, T, D), None)
 
 
@@ -567,13 +597,33 @@ def _pick(x: _V, route: _V) -> _V:
 
 def _lin_each(ops: _Ops, x: _V, W, b) -> _V:
     """Expert e's own input x[:, e] through its W[e], b[e]: (batch, experts, out)."""
-    f = i = None
-    if x.f is not None:
-        Wf, bf = (W, b) if ops.mode == "float" else (_ste_round(W), _ste_round(b))
-        f = torch.einsum("...ei,eoi->...eo", x.f, Wf) + bf
-    if x.i is not None:
-        i = torch.einsum("...ei,eoi->...eo", x.i, integer(W)) + integer(b)
-    return _V(f, i)
+    return _linear(ops, x, W, b, "...ei,eoi->...eo")
+
+
+def _linear(ops: _Ops, x: _V, W, b, spec: str) -> _V:
+    Wv, bv = ops.param(W), ops.param(b)
+    return _V(None if x.f is None else torch.einsum(spec, x.f, Wv.f) + bv.f,
+              None if x.i is None else torch.einsum(spec, x.i, Wv.i) + bv.i)
+
+
+@dataclass
+class Fixed:
+    """A weight whose integers are given rather than rounded from it."""
+    f: torch.Tensor
+    i: torch.Tensor
+
+
+def zero_mean(W: torch.Tensor, dim: int) -> Fixed:
+    """W less its mean over `dim` (the residual channels it writes), with integers that sum
+    to exactly 0 over `dim`: the others rounded (half to even), the last one minus their
+    sum. Every write into the residual stream is one of these, so the stream's mean over
+    the channels is 0 at every step in both forwards, and each LayerNorm's mean is 0
+    (which loses nothing: every reader of the stream is a LayerNorm, blind to its mean)."""
+    f = W - W.mean(dim, keepdim=True)
+    i = integer(f)
+    last = i.narrow(dim, i.shape[dim] - 1, 1)
+    last.copy_(-(i.sum(dim, keepdim=True) - last))
+    return Fixed(f, i)
 
 
 _GATES: dict = {}

@@ -32,11 +32,11 @@ from models.chat_lm import ChatConfig, ChatLM
 ROOT = chat_corpus.ROOT
 CONFIGS = {
     "chat": ChatConfig(d_model=8, heads=2, layers=2, experts=2, mlp=16, router_hidden=16,
-                       s_norm=120),
+                       s_norm=48),
     "large": ChatConfig(d_model=16, heads=4, layers=2, experts=2, mlp=32, router_hidden=32,
-                        s_norm=240),
+                        s_norm=48),
     "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
-                           router_hidden=32, s_norm=600),
+                           router_hidden=32, s_norm=48),
 }
 
 
@@ -86,8 +86,10 @@ def reply_mask(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def _loss(model: ChatLM, x, mask, mode: str, balance: float):
     aux: list = []
     logits = model(x[:, :-1], mode=mode, aux=aux)
-    ce = torch.nn.functional.cross_entropy(logits[mask] / model.cfg.logit_unit,
+    ce = torch.nn.functional.cross_entropy(logits[mask].float() / model.cfg.logit_unit,
                                            x[:, 1:][mask])
+    if not aux:  # the integer forward has no probabilities to balance
+        return ce, ce
     prob = torch.stack([a[0] for a in aux]).reshape(-1, model.cfg.experts)
     hard = torch.stack([a[1] for a in aux]).reshape(-1, model.cfg.experts)
     # Switch-transformer balance: experts * sum_e (share of steps routed to e) * (mean p_e)

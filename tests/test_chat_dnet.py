@@ -10,8 +10,7 @@ import torch
 from models.chat_dnet import census, netlist, run_steps, to_dnet
 from models.chat_lm import ChatConfig, ChatLM, generate
 
-TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5,
-                  s_norm=60)
+TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +82,7 @@ def test_census_counts_every_doll_of_the_map(tiny_net):
     c = census(tiny_net)
     parts = {k: v for k, v in c.items() if k != "total"}
     assert "other" not in parts
-    for key in ("dolls", "doors", "adds"):
+    for key in ("dolls", "doors", "lines"):
         assert sum(v[key] for v in parts.values()) == c["total"][key]
     assert c["total"]["levels"] > 20
     # a product is two lanes: the readout has 2 per product element

@@ -13,8 +13,7 @@ from models import chat_corpus
 from models.chat_lm import (ChatConfig, ChatLM, _decayed, _rdiv, choose, gate_table,
                             generate, gumbel_table, noise, noise_range, tables)
 
-TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5,
-                  s_norm=60)
+TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5)
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +77,12 @@ def test_each_lookup_rounds_its_function():
         y = a / c.s_mlp
         gelu = 0.5 * y * (1 + math.erf(y / math.sqrt(2)))
         assert abs(at("gelu", a) - min(c.gelu_max, c.gelu_scale * gelu)) <= 0.5
-    for n in range(1, c.log_max + 1, 13):
+    for n in range(1, len(t["log"].values), 13):
         assert abs(at("log", n) - math.log(n) / c.beta) <= 0.5
+        assert at("logp", n) == at("log", n) == at("logn", -n) or n > c.num_max
     for dd in range(-200, 100):
-        assert abs(at("div", dd) - min(c.out_max, c.out_scale * math.exp(c.beta * dd))) <= 0.5
+        exact = min(c.out_max, c.out_scale * c.kv_div * math.exp(c.beta * dd))
+        assert abs(at("div", dd) - exact) <= 0.5
     for d in (0, 5, 16):
         g = gate_table(c, d)
         for a in range(-3000, 3000, 11):
@@ -94,17 +95,24 @@ def test_each_lookup_rounds_its_function():
 
 
 def test_log_domain_division_is_near_the_quotient():
-    """DIV(LOG(a) - LOG(den)) against P a / den: within the rounding of two logs (beta
-    each, half a unit) and of the result."""
+    """o = DIV(LOGP(num) - LOG(den)) - DIV(LOGN(num) - LOG(den)) against P kv_div num / den:
+    within the rounding of two logs (beta / 2 each) and of the result; 0 for num = 0."""
     c = ChatConfig()
     t = tables(c)
-    lg, dv = t["log"].values, t["div"]
-    for den in range(1, 400, 7):
-        for a in range(0, 2 * c.v_max * den + 1, max(1, den // 3)):
-            d = lg[min(a, len(lg) - 1)] - lg[den]
-            got = dv.values[min(max(d, dv.lo), dv.hi) - dv.lo]
-            exact = min(c.out_max, c.out_scale * max(a, 1) / den)
-            assert abs(got - exact) <= 0.5 + exact * (math.exp(c.beta) - 1) + 1e-9
+
+    def at(name, a):
+        tb = t[name]
+        return tb.values[min(max(a, tb.lo), tb.hi) - tb.lo]
+
+    for den in range(1, c.den_max + 1, 37):
+        for num in range(-c.num_max, c.num_max + 1, 7):
+            ld = at("log", den)
+            got = at("div", at("logp", num) - ld) - at("div", at("logn", num) - ld)
+            exact = c.out_scale * c.kv_div * num / den
+            clamped = max(-c.out_max, min(c.out_max, exact))
+            assert abs(got - clamped) <= 0.5 + abs(clamped) * (math.exp(c.beta) - 1) + 1e-9
+            if num == 0:
+                assert got == 0
 
 
 # ----------------------------------------------------------------------- the forwards
@@ -197,3 +205,19 @@ def test_generate_refuses_prompts_that_leave_no_room(tiny):
         generate(tiny, "x" * 47)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         generate(tiny, "WHAT?")
+
+
+def test_the_residual_stream_has_zero_mean_exactly(tiny):
+    """Every write into the residual stream sums to 0 over the channels, in integers too,
+    so a LayerNorm's mean is 0 at every step (docs/chat.md, "LayerNorm")."""
+    from models.chat_lm import _Ops
+
+    tok, pos = tiny.embeddings()
+    assert not tok.i.sum(1).any() and not pos.i.sum(1).any()
+    for layer in range(TINY.layers):
+        for w in tiny.writes(layer).values():
+            assert not w.i.sum(1).any()
+    ops = _Ops(TINY, "int")
+    st = tiny.initial_state(ops, 2)
+    h = tiny._embed(ops, torch.tensor([3, 9]), 0)
+    assert not h.i.sum(-1).any()
