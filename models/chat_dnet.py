@@ -155,10 +155,11 @@ def _write_router(w: _Net) -> None:
     w.diag("lA", "mean", d)
     w("lines lt -> mean all -1")
     W1, b1 = _ints(m.router["W1"]), _ints(m.router["b1"])
-    w(f"# hidden = relu(W1 (mean - {rho * X}) + b1)")
+    w(f"# hidden = clamp(round((W1 (mean - {rho * X}) + b1) / {cfg.s_router}), 0, "
+      f"{cfg.router_max})")
     w.vec("rh", cfg.router_hidden, f"relu(s={cfg.s_router}, max={cfg.router_max})")
     w.dense("mean", "rh", W1)
-    w.bias("rh", b1 - rho * X * W1.sum(1))
+    w.bias("rh", b1 - rho * X * W1.sum(1) + cfg.s_router // 2)
     w.vec("rl", E, "identity")
     w.dense("rh", "rl", _ints(m.router["W2"]))
     w.bias("rl", _ints(m.router["b2"]))

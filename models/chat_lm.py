@@ -69,10 +69,10 @@ class ChatConfig:
     qk_scale: float = 4.0
     v_max: int = 7
     s_v: int = 192
-    gate_unit: int = 8          # G: g / G is the gate times the decay
-    gate_max: int = 7           # g <= gate_max < G: every state update is a contraction
+    gate_unit: int = 4          # G: g / G is the gate times the decay
+    gate_max: int = 3           # g <= gate_max < G: every state update is a contraction
     decay_unit: int = 16        # the decay is a fixed-point factor d / decay_unit
-    kv_div: int = 19            # S adds round(k v / kv_div)
+    kv_div: int = 7             # S adds round(k v / kv_div)
     # the division out = num / den in the log domain
     beta: float = 0.04          # one LOG unit is beta nats
     out_scale: int = 4          # P: the attention output is P (mean v + v_max), 0..2 P v_max
@@ -81,7 +81,7 @@ class ChatConfig:
     gelu_scale: int = 8
     gelu_max: int = 24
     # router: A += clamp(round(h / s_router_in), -X, X) + X, mean = rho A / t - rho X,
-    # hidden = clamp(floor((W1 mean + b1) / s_router), 0, router_max)
+    # hidden = clamp(round((W1 mean + b1) / s_router), 0, router_max)
     s_router_in: int = 32
     router_in_max: int = 2      # X
     router_mean_scale: int = 8  # rho
@@ -506,7 +506,7 @@ class ChatLM(nn.Module):
         r, rho = self.router, c.router_mean_scale
         m = ops.ratio(A, A.map(count), "mean", rho, c.mean_max).map(
             lambda v: v - rho * c.router_in_max)
-        hid = ops.quant(ops.lin(m, r["W1"], r["b1"]), c.s_router, 0, c.router_max, half=False)
+        hid = ops.quant(ops.lin(m, r["W1"], r["b1"]), c.s_router, 0, c.router_max)
         logits = ops.lin(hid, r["W2"], r["b2"])
         pick = _V()
         if logits.i is not None:
