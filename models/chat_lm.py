@@ -74,7 +74,7 @@ class ChatConfig:
     decay_unit: int = 16        # the decay is a fixed-point factor d / decay_unit
     kv_div: int = 7             # S adds round(k v / kv_div)
     # the division out = num / den in the log domain
-    beta: float = 0.04          # one LOG unit is beta nats
+    beta: float = 0.08          # one LOG unit is beta nats
     out_scale: int = 4          # P: the attention output is P (mean v + v_max), 0..2 P v_max
     # MLP: f = min(gelu_max, round(gelu_scale * gelu(acc / s_mlp)))
     s_mlp: int = 256
