@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("commands.check", "validate .dnet / .json netlists and print a summary"),
     "eval": ("commands.eval", "evaluate a netlist with the exact integer reference"),
     "export": ("commands.export", "write a netlist as JSON IR, an ONNX graph or a torch module"),
+    "import": ("commands.import_", "read an ONNX model (integer: exactly; float: quantised) "
+               "as a .dnet netlist"),
     "acs": ("commands.acs", "compile an ACS source file to a BEHAVIOR lump"),
     "compile": ("commands.compile", "compile a netlist into a WAD"),
     "run": ("commands.run", "run a netlist in the engine and compare with the reference"),

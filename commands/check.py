@@ -16,6 +16,16 @@ def add_arguments(p) -> None:
     p.add_argument("--nodes", action="store_true", help="list every node with its ranges")
 
 
+def _time(net) -> str:
+    """How the netlist runs in time: its steps, feedback and done node, if any."""
+    parts = ["open-ended steps (ranges hold at every step)" if net.open else
+             f"{net.steps} steps" if net.steps > 1 else ""]
+    names = {n.id: n.name for n in net.nodes}
+    parts += [f"feedback {names[x]} = {names[y]}" for x, y in net.feedback.items()]
+    parts += [f"done {names[net.done]}"] if net.done is not None else []
+    return "".join(f", {p}" for p in parts if p)
+
+
 def summary(net, show_nodes: bool = False) -> str:
     from collections import Counter
 
@@ -25,7 +35,7 @@ def summary(net, show_nodes: bool = False) -> str:
     lines = [f"{net.source}: network '{net.name}': {len(net.nodes)} nodes "
              f"({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}), "
              f"{net.n_connections} connections, {len(net.inputs)} inputs, "
-             f"{len(net.outputs)} outputs" + (f", {net.steps} steps" if net.steps > 1 else "")]
+             f"{len(net.outputs)} outputs" + _time(net)]
     lines.append(f"  accumulators range {acc_lo}..{acc_hi}")
     for g, ids in net.groups.items():
         first = net.nodes[ids[0]]

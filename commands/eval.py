@@ -11,9 +11,13 @@ def add_arguments(p) -> None:
 
     allow_negative_vectors(p)
     p.add_argument("file")
-    p.add_argument("--input", "-i", action="append", required=True,
+    p.add_argument("--input", "-i", action="append", default=[],
                    help="comma-separated input values (repeat for each time step, or for "
                         "several samples of a one-step netlist)")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="steps of a multi-step netlist's run (default: one per --input, or "
+                        "its fixed steps); fed-back inputs carry it past the given rows, "
+                        "and its done node may end it earlier")
     p.add_argument("--all", action="store_true", help="print every node, not only outputs")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: network, output names and, per sample, its "
@@ -54,36 +58,47 @@ def check_vector(net, x: list[int], what: str = "--input") -> None:
 def run(args) -> int:
     from dsl import load
     from dsl.reference import evaluate
+    from dsl.sequence import plan_steps, reference_run
 
     rows = [parse_vector(t) for t in args.input]
     net = load(args.file)
     for r in rows:
         check_vector(net, r)
-    samples = [rows] if net.steps > 1 else [[r] for r in rows]
-    if net.steps > 1 and len(rows) != net.steps:
-        raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once per step")
-    res = evaluate(net, samples)
+    if net.multi_step:
+        res, steps = reference_run(net, plan_steps(net, rows, args.steps))
+        samples = [[[int(res.value[0, t, i]) for i in net.inputs] for t in range(steps)]]
+    else:
+        if args.steps is not None:
+            raise VoodooError(f"--steps: {net.source} is a one-step netlist")
+        if not rows:
+            raise VoodooError("give at least one --input")
+        samples, steps = [[r] for r in rows], 1
+        res = evaluate(net, samples)
     shown = [n.id for n in net.nodes] if args.all else list(net.outputs)
     names = [net.nodes[i].name for i in shown]
     if args.json:
-        print(json_report(net, samples, res, shown))
+        print(json_report(net, samples, res, shown, steps))
         return 0
     for b in range(len(samples)):
-        for t in range(net.steps):
-            prefix = f"step {t}: " if net.steps > 1 else f"input {','.join(map(str, samples[b][0]))}: "
+        for t in range(steps):
+            prefix = f"step {t}: " if net.multi_step else \
+                f"input {','.join(map(str, samples[b][0]))}: "
             vals = res.value[b, t]
             print(prefix + " ".join(f"{n}={int(vals[i])}" for n, i in zip(names, shown)))
+    if net.done is not None and steps and res.value[0, steps - 1, net.done] == 1:
+        print(f"done: {net.nodes[net.done].name} = 1 at step {steps - 1}")
     return 0
 
 
-def json_report(net, samples, res, shown) -> str:
+def json_report(net, samples, res, shown, steps: int) -> str:
     """--json: the reference values of the shown nodes, per sample (and per step)."""
     import json
 
     results = []
     for b, seq in enumerate(samples):
-        vals = [[int(res.value[b, t, i]) for i in shown] for t in range(net.steps)]
-        results.append({"inputs": seq if net.steps > 1 else seq[0],
-                        "reference": vals if net.steps > 1 else vals[0]})
-    return json.dumps({"network": net.name, "source": net.source, "steps": net.steps,
+        vals = [[int(res.value[b, t, i]) for i in shown] for t in range(steps)]
+        results.append({"inputs": seq if net.multi_step else seq[0],
+                        "reference": vals if net.multi_step else vals[0]})
+    return json.dumps({"network": net.name, "source": net.source,
+                       "steps": steps if net.multi_step else net.steps,
                        "names": [net.nodes[i].name for i in shown], "results": results})

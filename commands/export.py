@@ -12,6 +12,9 @@ def add_arguments(p) -> None:
                    help="an ONNX graph computing the same int64 outputs (needs -o)")
     p.add_argument("--torch", action="store_true",
                    help="a standalone torch module (Python source) computing the same integers")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="--onnx/--torch of a multi-step netlist: unroll N steps (an open "
+                        "netlist needs it; default: its fixed steps)")
     p.add_argument("-o", "--output", help="write to this file instead of standard output")
 
 
@@ -53,17 +56,19 @@ def run_model(args) -> int:
         raise VoodooError(f"export: -o {args.output} is the netlist being exported; "
                           "choose another output file")
     net = load(args.file)
+    if args.steps is not None and not net.multi_step:
+        raise VoodooError(f"export --steps: {net.source} is a one-step netlist")
     if args.onnx:
         from models.export_onnx import OPSET, to_onnx
 
-        model = to_onnx(net)
+        model = to_onnx(net, args.steps)
         data = model.SerializeToString()
         summary = (f"ONNX opset {OPSET}, int64, {len(net.inputs)} inputs -> "
                    f"{len(net.outputs)} outputs, {len(model.graph.node)} graph nodes")
     else:
         from models.export_torch import torch_source
 
-        data = torch_source(net).encode()
+        data = torch_source(net, args.steps).encode()
         summary = f"torch module Net, {len(net.inputs)} inputs -> {len(net.outputs)} outputs"
     if not args.output:
         print(data.decode(), end="")

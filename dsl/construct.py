@@ -109,6 +109,10 @@ class Emitter(Protocol):
 
     def new_product(self, a, b, role: str): ...
 
+    def new_prev(self, key, init: int):
+        """A node holding node `key`'s value of the previous step (`init` at the first)."""
+        ...
+
 
 @dataclass
 class Recipes:
@@ -332,31 +336,20 @@ class Recipes:
         return self.em.new_neuron(Identity(), v, role)
 
     def delay(self, x, k: int) -> Affine:
-        """x as it was k steps earlier (its range's low end before the first k steps).
-
-        A thermometer code of x, each bit through k one-step delays made of two spiking
-        latches: L fires at step t iff b(t-1) and b(t) (threshold 2, reset 1, fed 2b - 1),
-        L' the same on 1 - b, so b(t-1) = L + (1 - b) - L'."""
+        """x as it was k steps earlier (its range's low end before the first k steps): a
+        chain of k prev nodes, each the value of the one before at the previous step,
+        kept in the map from step to step (docs/dnet.md, "State across steps")."""
         if self.em.steps < 2:
             raise Refused("delay needs a netlist with several time steps",
-                          "set steps (Graph(steps=T) or 'steps T') to 2 or more")
+                          "set steps (Graph(steps=T) or 'steps T') to 2 or more, or 'steps open'")
         if not 1 <= k < self.em.steps:
             raise Refused(f"delay of {k} steps in a netlist of {self.em.steps}",
                           f"delay by 1..{self.em.steps - 1} steps")
         x = lift(x)
         lo, hi = self.range(x)
-        if hi - lo > 64:
-            raise Refused(f"delay of a value with range {lo}..{hi} ({hi - lo} thermometer bits)",
-                          "delay values spanning at most 64 (clamp or requantise first)")
-        out = Affine.constant(lo)
-        for level in range(lo + 1, hi + 1):
-            b = self.step(x, level, "delay bit")
-            for _ in range(k):
-                b = self._delay_bit(b)
-            out = out + b
-        return out
-
-    def _delay_bit(self, b: Affine) -> Affine:
-        on = self.neuron(Spike(2, 0, 1, 0), 2 * b - 1, "delay latch")
-        off = self.neuron(Spike(2, 0, 1, 1), 1 - 2 * b, "delay latch (inverse)")
-        return on + (1 - b) - off
+        if lo == hi:
+            return Affine.constant(lo)
+        key = self.node(x, "delay in")
+        for _ in range(k):
+            key = self.em.new_prev(key, lo)
+        return Affine.of(key)

@@ -93,8 +93,21 @@ class Spike:
     kind = "spike"
 
 
-Gate = Union[Input, Identity, Relu, Step, Lut, Product, Spike]
+@dataclass(frozen=True)
+class Prev:
+    """A recurrent reference: the value node `src` had at the previous time step (`init` at
+    the first step of a sequence). A prev node has no lines and no bias; it depends on
+    nothing within its step, so a cycle through it is a recurrence, not a cycle."""
+
+    src: int
+    init: int = 0
+    kind = "prev"
+
+
+Gate = Union[Input, Identity, Relu, Step, Lut, Product, Spike, Prev]
 GATE_NAMES = ("relu", "step", "lut", "identity", "product", "spike")
+# The hidden vector of prev(h) is named h + PREV_SUFFIX (h.prev[3] is prev(h[3])).
+PREV_SUFFIX = ".prev"
 
 
 # ---------------------------------------------------------------------------------- nodes
@@ -114,7 +127,12 @@ class Node:
     def is_input(self) -> bool:
         return isinstance(self.gate, Input)
 
+    @property
+    def is_prev(self) -> bool:
+        return isinstance(self.gate, Prev)
+
     def sources(self) -> list[int]:
+        """The nodes this one reads within its time step (a prev node reads none)."""
         if isinstance(self.gate, Product):
             return [self.gate.a, self.gate.b]
         return list(self.weights)
@@ -140,17 +158,34 @@ class Netlist:
     groups: dict[str, list[int]]   # vector name -> node ids, in index order
     inputs: list[int]              # input node ids in declaration order
     outputs: list[int]             # output node ids in the order declared
-    steps: int = 1
+    steps: int = 1                 # time steps of a run (the most a run may take, if open)
     source: str = "<netlist>"
+    # `steps open`: a run may take any number of steps (up to `steps`), so every range
+    # holds at every step, not only the first `steps`.
+    open: bool = False
+    feedback: dict[int, int] = field(default_factory=dict)  # input id -> node id fed back
+    done: int | None = None        # a 0/1 node: the run ends after the first step it is 1
     acc_range: list[Range] = field(default_factory=list)    # filled by dsl.ranges
     value_range: list[Range] = field(default_factory=list)
     state_range: dict[int, Range] = field(default_factory=dict)  # spike membranes
+    # Convolutions and pools written as such (dsl/conv.ConvLines): their lines are in the
+    # nodes' weights like any others; the record lets writers say `conv` instead.
+    convs: list = field(default_factory=list)
 
     def by_name(self, name: str) -> Node:
         for n in self.nodes:
             if n.name == name:
                 return n
         raise KeyError(name)
+
+    @property
+    def recurrent(self) -> bool:
+        """Does any value cross from one step to the next (prev nodes, feedback, membranes)?"""
+        return bool(self.feedback) or any(isinstance(n.gate, (Prev, Spike)) for n in self.nodes)
+
+    @property
+    def multi_step(self) -> bool:
+        return self.open or self.steps > 1
 
     @property
     def n_connections(self) -> int:

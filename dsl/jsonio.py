@@ -7,6 +7,11 @@
      "bias": {"h[0]": -1},
      "outputs": ["y"]}
 
+A recurrent netlist also has `"steps": "open"` (or an integer), prev vectors
+`{"name": "h.prev", "size": 2, "gate": {"kind": "prev", "of": "h", "init": [0, 1]}}` (the
+value of h at the previous step; a scalar's init is one integer), `"feedback": {"x":
+"y"}` (input element <- node element) and `"done": "d"`.
+
 Loading goes through the same NetBuilder as the .dnet parser, so the checks and messages
 are the same; positions name the JSON path (`vectors[3].gate`) since JSON has no columns
 to speak of once parsed.
@@ -18,7 +23,7 @@ import re
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
+from .ir import PREV_SUFFIX, Identity, Input, Lut, Netlist, Prev, Product, Relu, Spike, Step
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1
@@ -33,11 +38,19 @@ MAX_DIGITS = 18  # as in .dnet: no valid weight, bias or bound is longer
 
 # The schema of the JSON form: the keys each object may have. Types and values are checked
 # where they are read (below, and by the NetBuilder), each error naming its JSON path.
-TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs"}
+TOP_KEYS = {"format", "version", "name", "steps", "vectors", "lines", "bias", "outputs",
+            "feedback", "done", "convs"}
+# A convolution or pool between two vectors (dsl/conv.py): its lines are not listed.
+CONV_KEYS = {"kind", "from", "to", "in", "out", "kernel", "stride", "pad", "weights"}
+_SLICE = re.compile(rf"({_SEGMENT}(?:\.{_SEGMENT}){{0,8}})(?:\[([0-9]{{1,9}}):([0-9]{{1,9}})\])?")
 VECTOR_KEYS = {"name", "size", "gate"}
 GATE_KEYS = {"input": {"lo", "hi"}, "identity": set(), "relu": {"s", "max"}, "step": {"t"},
              "lut": {"lo", "table"}, "product": {"a", "b"},
-             "spike": {"threshold", "leak", "reset", "init"}}
+             "spike": {"threshold", "leak", "reset", "init"}, "prev": {"of", "init"}}
+
+
+CONV_HINT = ('[{"kind": "conv", "from": "x", "to": "h", "in": [1, 12, 12], "out": 8, '
+             '"kernel": 4, "stride": 2, "pad": 1, "weights": [[...], ...]}]')
 
 
 class _TooLarge(str):
@@ -65,6 +78,8 @@ def gate_to_json(gate, net: Netlist | None = None) -> dict:
     if isinstance(gate, Spike):
         return {"kind": "spike", "threshold": gate.threshold, "leak": gate.leak,
                 "reset": "subtract" if gate.reset is None else gate.reset, "init": gate.init}
+    if isinstance(gate, Prev):
+        return {"kind": "prev", "of": net.nodes[gate.src].group, "init": gate.init}
     raise TypeError(gate)
 
 
@@ -77,13 +92,36 @@ def to_json(net: Netlist) -> dict:
             # A product vector: element i multiplies a[i] by b[i].
             gate = {"kind": "product", "a": [net.nodes[net.nodes[i].gate.a].name for i in ids],
                     "b": [net.nodes[net.nodes[i].gate.b].name for i in ids]}
+        if isinstance(first.gate, Prev) and first.index is not None:
+            gate["init"] = [net.nodes[i].gate.init for i in ids]
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
                         "gate": gate})
-    lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()]
+    from .conv import covered
+
+    convs, in_conv = covered(net)
+    lines = [[net.nodes[s].name, n.name, w] for n in net.nodes for s, w in n.weights.items()
+             if (s, n.id) not in in_conv]
     bias = {n.name: n.bias for n in net.nodes if n.bias}
-    return {"format": FORMAT, "version": VERSION, "name": net.name, "steps": net.steps,
-            "vectors": vectors, "lines": lines, "bias": bias,
-            "outputs": [net.nodes[o].name for o in net.outputs]}
+    doc = {"format": FORMAT, "version": VERSION, "name": net.name,
+           "steps": "open" if net.open else net.steps,
+           "vectors": vectors, "lines": lines, "bias": bias,
+           "outputs": [net.nodes[o].name for o in net.outputs]}
+    if net.feedback:
+        doc["feedback"] = {net.nodes[x].name: net.nodes[y].name for x, y in net.feedback.items()}
+    if net.done is not None:
+        doc["done"] = net.nodes[net.done].name
+    if convs:
+        doc["convs"] = [conv_to_json(rec, net.groups) for rec in convs]
+    return doc
+
+
+def conv_to_json(rec, groups) -> dict:
+    c = rec.conv
+    out = {"kind": c.kind, "from": rec.ref("src", groups), "to": rec.ref("dst", groups),
+           **c.params()}
+    if c.kind == "conv":
+        out["weights"] = c.rows()
+    return out
 
 
 def dumps(net: Netlist) -> str:
@@ -142,9 +180,12 @@ def check_schema(doc, filename: str) -> None:
         bad("name", f"network name {str(name)[:40]!r} is not a name",
             "letters, digits and _, not starting with a digit (it names the WAD file)")
     for key, kind, hint in (("lines", list, '[["x[0]", "h[1]", -2]]'), ("bias", dict, '{"h[0]": -1}'),
-                            ("outputs", list, '["y"]')):
+                            ("outputs", list, '["y"]'), ("convs", list, CONV_HINT)):
         if key in doc and not isinstance(doc[key], kind):
             bad(key, f"{key} must be {'a list' if kind is list else 'an object'}", hint)
+    for k, c in enumerate(doc["convs"] if isinstance(doc.get("convs"), list) else []):
+        if isinstance(c, dict):
+            keys(c, CONV_KEYS, f"convs[{k}]")
     vectors = doc.get("vectors")
     for k, v in enumerate(vectors if isinstance(vectors, list) else []):
         if not isinstance(v, dict):
@@ -178,8 +219,10 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     steps = doc.get("steps", 1)
     if _is_int(steps):
         r.b.set_steps(steps, r.at("steps"))
+    elif steps == "open":
+        r.b.set_open(r.at("steps"))
     else:
-        r.bad("steps", "steps must be an integer", '"steps": 1')
+        r.bad("steps", 'steps must be an integer or "open"', '"steps": 1')
     vectors = doc.get("vectors")
     if not isinstance(vectors, list):
         raise CompileError([Diagnostic(r.at("vectors"), "missing list of vectors",
@@ -187,9 +230,12 @@ def from_json(doc, filename: str = "<json>") -> Netlist:
     for k, v in enumerate(vectors):
         r.vector(v, f"vectors[{k}]")
     r.declare_products()
+    r.declare_prevs()
     r.lines(doc.get("lines") or [])
+    r.convs(doc.get("convs") or [])
     r.biases(doc.get("bias", {}))
     r.outputs(doc.get("outputs", []))
+    r.recurrence(doc)
     return r.b.build()
 
 
@@ -204,6 +250,7 @@ class _Reader:
         self.filename = filename
         self.b = NetBuilder(filename)
         self.products: list = []   # declared after every vector: operands may come later
+        self.prevs: list = []      # (vector, path): prev vectors, once what they read is known
 
     def at(self, path: str) -> Pos:
         return Pos(f"{self.filename}:{path}")
@@ -242,6 +289,11 @@ class _Reader:
             self.b.declare_input(v["name"], size, lo, hi, gpos)
         elif kind == "product":
             self.product(v["name"], g, size, path, gpos)
+        elif kind == "prev":  # in place when what it reads is declared (a dump's order)
+            if isinstance(g.get("of"), str) and g["of"] in self.b.groups:
+                self.prev_vector(v, path)
+            else:
+                self.prevs.append((v, path))
         else:
             args = self.gate_args(g, kind, path, gpos)
             if args is None:
@@ -304,6 +356,57 @@ class _Reader:
                 continue
             b.declare_product(name, a, c, gpos)
 
+    def declare_prevs(self) -> None:
+        """A prev vector is the builder's hidden vector of prev(OF): it must be named
+        OF.prev and have OF's size; its init sets what prev(OF) reads at the first step."""
+        for v, path in self.prevs:
+            self.prev_vector(v, path)
+
+    def prev_vector(self, v: dict, path: str) -> None:
+        """One prev vector: the builder makes it on first use; here its init is set."""
+        g, size = v["gate"], v.get("size")
+        of = g.get("of")
+        if not isinstance(of, str) or v["name"] != f"{of}{PREV_SUFFIX}":
+            self.bad(path + ".gate.of", f"prev vector {v['name']!r} must read the vector "
+                                        "its name ends in .prev of",
+                     f'{{"name": "h.prev", "gate": {{"kind": "prev", "of": "h"}}}}')
+            return
+        ids = self.b.resolve_vector(of, None, None, self.at(path + ".gate.of"))
+        if ids is None:
+            return
+        if (size is None) != self.b.scalar[of] or (size is not None and size != len(ids)):
+            self.bad(path + ".size", f"prev vector {v['name']!r} has size {size}, but "
+                                     f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
+                     "give it the size of the vector it reads")
+            return
+        self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
+        init = g.get("init", 0)
+        inits = init if isinstance(init, list) else [init] * len(ids)
+        if len(inits) != len(ids) or not all(_is_int(i) for i in inits):
+            self.bad(path + ".gate.init", "init is an integer, or a list of one per "
+                                          "element", '"init": [0, 1]')
+            return
+        for src, value in zip(ids, inits):
+            if value:
+                self.b.set_init(src, value, self.at(path + ".gate.init"))
+
+    def recurrence(self, doc: dict) -> None:
+        fb = doc.get("feedback", {})
+        if not isinstance(fb, dict):
+            self.bad("feedback", "feedback must be an object", '{"x": "y"}')
+            fb = {}
+        for x, y in fb.items():
+            a, c = self.element(x, f"feedback.{x}"), self.element(y, f"feedback.{x}")
+            if a is not None and c is not None:
+                ia, ic = self.b.resolve(*a), self.b.resolve(*c)
+                if ia is not None and ic is not None:
+                    self.b.add_feedback([ia], [ic], self.at(f"feedback.{x}"))
+        if "done" in doc:
+            d = self.element(doc["done"], "done")
+            di = None if d is None else self.b.resolve(*d)
+            if di is not None:
+                self.b.set_done([di], self.at("done"))
+
     def lines(self, lines) -> None:
         for k, line in enumerate(lines):
             path = f"lines[{k}]"
@@ -316,6 +419,46 @@ class _Reader:
             si, di = self.b.resolve(*s), self.b.resolve(*d)
             if si is not None and di is not None:
                 self.b.add_line(si, di, line[2], self.at(path))
+
+    def vector_ref(self, ref, path: str) -> list[int] | None:
+        """NAME (a whole vector) or NAME[a:b] (a slice) as node ids."""
+        m = _SLICE.fullmatch(ref) if isinstance(ref, str) else None
+        if not m:
+            self.bad(path, f"bad vector reference {str(ref)[:40]!r}", 'write "x" or "x[0:16]"')
+            return None
+        start, stop = (None, None) if m.group(2) is None else (int(m.group(2)), int(m.group(3)))
+        return self.b.resolve_vector(m.group(1), start, stop, self.at(path))
+
+    def convs(self, convs) -> None:
+        """Convolutions and pools: {"kind": "conv", "from": "x", "to": "h", "in": [C, H, W],
+        "out": O, "kernel": K, "stride": S, "pad": P, "weights": [[...], ...]}."""
+        from . import conv
+
+        for k, c in enumerate(convs):
+            path = f"convs[{k}]"
+            if not isinstance(c, dict) or c.get("kind") not in conv.KINDS:
+                self.bad(path + (".kind" if isinstance(c, dict) else ""),
+                         "a conv entry needs a kind: conv or avgpool", CONV_HINT)
+                continue
+            src = self.vector_ref(c.get("from"), path + ".from")
+            dst = self.vector_ref(c.get("to"), path + ".to")
+            if src is None or dst is None:
+                continue
+            weights = c.get("weights")
+            if weights is not None and not (isinstance(weights, list) and all(
+                    isinstance(r, list) and all(_is_int(w) for w in r) for r in weights)):
+                self.bad(path + ".weights", "weights must be a list of rows of integers",
+                         '"weights": [[1, 0, -1], [2, 1, 0]]')
+                continue
+            params = {key: v for key, v in c.items() if key in ("in", "out", "kernel",
+                                                                 "stride", "pad")}
+            try:
+                got = conv.make(c["kind"], params, weights)
+                conv.check_sizes(got, len(src), len(dst))
+            except conv.ShapeError as e:
+                self.bad(path + (f".{e.key}" if e.key else ""), e.message, e.hint)
+                continue
+            self.b.add_conv(got, src, dst, self.at(path))
 
     def biases(self, bias) -> None:
         if not isinstance(bias, dict):

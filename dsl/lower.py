@@ -10,7 +10,7 @@ The result evaluates identically under the reference (a test checks it on every 
 from __future__ import annotations
 
 from .diagnostics import CompileError, Diagnostic
-from .ir import Identity, Lut, Netlist, Node, Product
+from .ir import Identity, Lut, Netlist, Node, Prev, Product
 from .ranges import analyse
 
 MAX_LUT = 65536
@@ -55,9 +55,14 @@ def lower_products(net: Netlist) -> Netlist:
         else:
             remap[n.id] = add(n.name, n.group, n.index, n.gate, n.pos,
                               {remap[s]: w for s, w in n.weights.items()}, n.bias)
+    for node in new:  # a prev node may read a node that comes after it
+        if isinstance(node.gate, Prev):
+            node.gate = Prev(remap[node.gate.src], node.gate.init)
     groups: dict[str, list[int]] = {}
     for node in new:
         groups.setdefault(node.group, []).append(node.id)
     out = Netlist(net.name, new, groups, [remap[i] for i in net.inputs],
-                  [remap[o] for o in net.outputs], net.steps, net.source)
+                  [remap[o] for o in net.outputs], net.steps, net.source, open=net.open,
+                  feedback={remap[x]: remap[y] for x, y in net.feedback.items()},
+                  done=None if net.done is None else remap[net.done])
     return analyse(out)

@@ -14,7 +14,7 @@ import re
 
 from .construct import Affine, Recipes, Refused, value_range
 from .diagnostics import Pos
-from .ir import Input, Product
+from .ir import PREV_SUFFIX, Identity, Input, Prev, Product
 
 # name: (how it is written, what it needs)
 MACROS = {
@@ -42,7 +42,9 @@ class _Emitter:
         return self.ranges[key]
 
     def _name(self, role: str) -> str:
-        base = f"{self.owner}__{re.sub(r'[^a-z0-9]+', '_', role.lower()).strip('_')}"
+        # An element of a vector of operations (maxpool's m[3]) names its parts m_3__role.
+        owner = re.sub(r"\[(\d+)\]$", r"_\1", self.owner)
+        base = f"{owner}__{re.sub(r'[^a-z0-9]+', '_', role.lower()).strip('_')}"
         name, k = base, 1
         while name in self.b.groups:
             k += 1
@@ -57,6 +59,19 @@ class _Emitter:
             self.b.add_bias(nid, value.const, self.pos)
         self.ranges[nid] = value_range(gate, Recipes(self).range(value), self.steps)
         return nid
+
+    def new_prev(self, src: int, init: int) -> int:
+        """prev of one node: a scalar's hidden prev vector (an element of a vector is copied
+        into a scalar identity first, so that no other element gets a prev node)."""
+        if not self.b.scalar[self.b.nodes[src].group]:
+            src = self.new_neuron(Identity(), Affine.of(src), "delay in")
+        group = self.b.nodes[src].group
+        (pid,) = self.b.resolve_vector(group + PREV_SUFFIX, None, None, self.pos)
+        if self.b.inits.get(src, (0, None))[0] != init:
+            self.b.set_init(src, init, self.pos)
+        lo, hi = self.ranges[src]
+        self.ranges[pid] = (min(lo, init), max(hi, init))
+        return pid
 
     def new_product(self, a: int, b: int, role: str) -> int:
         (nid,) = self.b.declare(self._name(role), None, Product(a, b), self.pos)
@@ -130,7 +145,12 @@ def _lower(r: Recipes, kind: str, ops: list, extra):
 
 
 def expand(b) -> None:
-    """Lower every pending operation of a NetBuilder in place (see the module docstring)."""
+    """Lower every pending operation of a NetBuilder in place (see the module docstring).
+
+    An operation whose operands depend on a previous step's value (prev nodes) needs that
+    value's range, which depends on what the operations make: the lowering is tried on a
+    copy of the builder, from the first step's ranges up, until the prev ranges settle
+    (dsl/ranges.py then proves the same ranges for the netlist, and build checks that)."""
     resolved = {}
     for nid, kind, args, pos in b._pending_macros:
         got = resolve(b, kind, args, pos)
@@ -141,15 +161,103 @@ def expand(b) -> None:
     order = b._topological_order()
     if len(b.diag.items) > known:  # a cycle: there is no order to lower in
         return
+    assumed = _prev_fixpoint(b, resolved, order)
+    b.macro_prev_ranges = assumed if _reads_prev(b, resolved, order) else {}
+    _lower_all(b, resolved, order, assumed)
+
+
+def _tainted(b, order: list[int]) -> set[int]:
+    """The nodes that depend, within their step, on a prev node (prev nodes included)."""
+    tainted: set[int] = set()
+    for nid in order:
+        if isinstance(b.nodes[nid].gate, Prev) or any(s in tainted for s in b._sources(nid)):
+            tainted.add(nid)
+    return tainted
+
+
+def _in_loops(b, order: list[int]) -> set[int]:
+    """Nodes on a recurrence: they depend on a prev node within their step and a prev
+    node reads them (or what they feed) at the next step."""
+    feeds = {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)}
+    for nid in reversed(order):
+        if nid in feeds:
+            feeds.update(b._sources(nid))
+    return _tainted(b, order) & feeds
+
+
+def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
+    """The values an operation can take by its meaning, whatever its parts' intervals."""
+    if kind == "argmax":
+        return 0, len(ops) - 1
+    if kind in ("max", "min", "select", "switch"):
+        vals = ops[1:] if kind in ("select", "switch") else ops
+        rs = [r.range(v) for v in vals] if extra is None else [(v, v) for v in extra]
+        pick = max if kind == "max" else min
+        if kind in ("max", "min"):
+            return pick(lo for lo, _ in rs), pick(hi for _, hi in rs)
+        return min(lo for lo, _ in rs), max(hi for _, hi in rs)
+    return None
+
+
+# Rounds of the trial lowerings that look for the prev ranges operations may rely on.
+PREV_ROUNDS = 32
+
+
+def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, int]]:
+    import copy
+
+    prevs = [n for n in b.nodes if isinstance(n.gate, Prev)]
+    init = {p.id: b.inits.get(p.gate.src, (0, None))[0] for p in prevs}
+    assumed = {p.id: (init[p.id], init[p.id]) for p in prevs}
+    if not _reads_prev(b, resolved, order):
+        return assumed  # no operation's constants depend on them
+    # A recurrence without a `steps` statement is open (NetBuilder.build).
+    open_ = b.open or b._steps_pos is None
+    rounds = PREV_ROUNDS if open_ else min(PREV_ROUNDS, b.steps - 1)
+    for _ in range(rounds):
+        trial = copy.deepcopy(b)
+        ranges = _lower_all(trial, resolved, order, assumed)
+        grown = {p.id: (min(init[p.id], ranges[p.gate.src][0]),
+                        max(init[p.id], ranges[p.gate.src][1])) for p in prevs}
+        if grown == assumed:
+            break
+        assumed = grown
+    else:
+        if open_ or rounds < b.steps - 1:
+            p = next(p for p in prevs if grown[p.id] != assumed[p.id])
+            src = b.nodes[p.gate.src]
+            b.error(src.pos, f"the range of '{src.name}' keeps growing from step to step "
+                             f"({grown[p.id][0]}..{grown[p.id][1]} after {rounds}), and an "
+                             "operation reads its previous value",
+                    "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
+                    "prev(...) can be built")
+    return assumed
+
+
+def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
+    """Does any operation depend, within its step, on a prev node?"""
+    tainted = _tainted(b, order)
+    return any(nid in tainted for nid in resolved)
+
+
+def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
+    """Lower the operations in dependency order; returns every node's estimated range."""
     ranges: dict[int, tuple[int, int]] = {}
+    loops = _in_loops(b, order) if assumed else set()
     for nid in order:
         node = b.nodes[nid]
         if nid in resolved:
             kind, (ops, extra), pos = resolved[nid]
             r = Recipes(_Emitter(b, ranges, node.name, pos))
+            ops = [o if isinstance(o, Affine) else Affine.of(o) for o in ops]
             try:
-                value = _lower(r, kind, [o if isinstance(o, Affine) else Affine.of(o)
-                                         for o in ops], extra)
+                value = _lower(r, kind, ops, extra)
+                # On a recurrence the parts' intervals would grow from step to step
+                # (max(x, prev(m)) = prev(m) + relu(x - prev(m)) looks like it adds up):
+                # a clamp to the operation's own bounds lets the ranges settle.
+                bound = _bound(r, kind, ops, extra) if nid in loops else None
+                if bound and not bound[0] <= r.range(value)[0] <= r.range(value)[1] <= bound[1]:
+                    value = r.clamp(value, *bound)
             except Refused as e:
                 b.error(pos, f"{kind}: {e.message}", e.hint)
                 ranges[nid] = (0, 0)
@@ -161,6 +269,8 @@ def expand(b) -> None:
             ranges[nid] = r.range(value)
         elif isinstance(node.gate, Input):
             ranges[nid] = (node.gate.lo, node.gate.hi)
+        elif isinstance(node.gate, Prev):
+            ranges[nid] = assumed[nid]
         elif isinstance(node.gate, Product):
             corners = [x * y for x in ranges[node.gate.a] for y in ranges[node.gate.b]]
             ranges[nid] = (min(corners), max(corners))
@@ -168,3 +278,4 @@ def expand(b) -> None:
             acc = Recipes(_Emitter(b, ranges, node.name, node.pos)).range(
                 Affine(tuple(node.weights.items()), node.bias))
             ranges[nid] = value_range(node.gate, acc, b.steps)
+    return ranges

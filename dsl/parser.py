@@ -16,11 +16,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import Identity, Netlist
+from .ir import PREV_SUFFIX, Identity, Netlist
 from .macros import MACROS
+from . import conv
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DIGITS = 18  # beyond this a literal cannot be a valid weight, bias or bound anyway
+MAX_POOL_WINDOW = 99  # the max operation takes at most 99 operands
 
 _PARSER: Lark | None = None
 
@@ -130,6 +132,7 @@ class _Elaborator:
         self.file = filename
         self.b = NetBuilder(filename)
         self.tables: dict[str, tuple[list, Pos]] = {}   # name -> (lut arguments, where)
+        self.pools: list = []   # maxpool neurons, resolved once everything is declared
 
     def pos(self, item) -> Pos:
         if isinstance(item, Token):
@@ -169,6 +172,8 @@ class _Elaborator:
                 later.append((k, lambda s=s: getattr(self, s.data)(s)))
         for _, action in later:
             action()
+        for action in self.pools:  # maxpool windows: every vector is declared by now
+            action()
         return self.b.build()
 
     # -- declarations --------------------------------------------------------------------------
@@ -176,7 +181,11 @@ class _Elaborator:
         self.b.name = str(t.children[0])
 
     def steps_stmt(self, t: Tree, _inline) -> None:
-        self.b.set_steps(self.int(t.children[0]), self.pos(t))
+        tok = t.children[0]
+        if tok.type == "OPEN":
+            self.b.set_open(self.pos(t))
+        else:
+            self.b.set_steps(self.int(tok), self.pos(t))
 
     def decl(self, t: Tree) -> tuple[str, int | None]:
         name, size = t.children
@@ -194,6 +203,9 @@ class _Elaborator:
         gname_tok, gargs = gate_tree.children
         gname = str(gname_tok)
         args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        if gname == "maxpool":
+            self.maxpool_neuron(name, size, args, gate_tree, sum_tree, decl)
+            return
         if gname in MACROS:  # an operation (select, equals, ...): dsl/macros.py lowers it
             self.macro_neuron(name, size, gname, args, gate_tree, sum_tree, decl)
             return
@@ -246,18 +258,31 @@ class _Elaborator:
             return tuple(self.signed(c) for c in v.children)
         if v.data == "list":
             return [self.signed(c) for c in v.children if c is not None]
-        if v.data == "ref":
-            name, idx = v.children
-            return (str(name), None if idx is None else self.int(idx))
+        if v.data in ("ref", "prev_ref"):
+            return self.ref(v)
         if v.data == "slice_ref":
             name, lo, hi = v.children
             return (str(name), ("slice", None if lo is None else self.int(lo),
                                 None if hi is None else self.int(hi)))
+        if v.data == "prev_value":  # prev(x[a:b]): the same selection of x's prev vector
+            name, sel = self.value(v.children[0])
+            return (name + PREV_SUFFIX, sel)
         raise AssertionError(v.data)
 
+    def ref(self, r: Tree) -> tuple[str, int | None]:
+        """(vector name, index or None) of `x`, `x[3]` or `prev(...)` of one: prev(h[3]) is
+        element 3 of the hidden vector h.prev, which the builder makes on first use."""
+        if r.data == "prev_ref":
+            name, idx = self.ref(r.children[0])
+            return name + PREV_SUFFIX, idx
+        name, idx = r.children
+        return str(name), None if idx is None else self.int(idx)
+
     # -- connections ----------------------------------------------------------------------------
-    def vref(self, t: Tree) -> list[int] | None:
-        name = str(t.children[0])
+    def vref(self, t: Tree, suffix: str = "") -> list[int] | None:
+        if t.data == "vref_prev":
+            return self.vref(t.children[0], suffix + PREV_SUFFIX)
+        name = str(t.children[0]) + suffix
         if t.data == "vref_all":
             return self.b.resolve_vector(name, None, None, self.pos(t))
         if t.data == "vref_one":
@@ -274,7 +299,9 @@ class _Elaborator:
             return
         kind = body.data
         pos = self.pos(body)
-        if kind == "dense":
+        if kind == "shaped":
+            self.shaped_lines(src, dst, body.children[0])
+        elif kind == "dense":
             rows = [r for r in body.children[0].children if r is not None]
             if len(rows) != len(dst):
                 self.b.error(pos, f"dense matrix has {len(rows)} rows but the destination "
@@ -340,6 +367,33 @@ class _Elaborator:
         for d, v in zip(dst, vals):
             self.b.add_bias(d, v, pos)
 
+    def init_stmt(self, t: Tree) -> None:
+        """init h = 3 / init h = [..]: what prev(h) reads at the first step."""
+        dst_t, val = t.children
+        dst = self.vref(dst_t)
+        if dst is None:
+            return
+        pos = self.pos(val)
+        vals = [self.signed(c) for c in val.children if c is not None] \
+            if val.data == "list" else [self.signed(val)] * len(dst)
+        if len(vals) != len(dst):
+            self.b.error(pos, f"init has {len(vals)} values but '{self.b.nodes[dst[0]].group}' "
+                              f"has {len(dst)} elements", "one value per element, or a single "
+                                                          "number for all")
+            return
+        for d, v in zip(dst, vals):
+            self.b.set_init(d, v, pos)
+
+    def feedback_stmt(self, t: Tree) -> None:
+        ins, srcs = self.vref(t.children[0]), self.vref(t.children[1])
+        if ins is not None and srcs is not None:
+            self.b.add_feedback(ins, srcs, self.pos(t))
+
+    def done_stmt(self, t: Tree) -> None:
+        ids = self.vref(t.children[0])
+        if ids is not None:
+            self.b.set_done(ids, self.pos(t))
+
     def output_stmt(self, t: Tree) -> None:
         for v in t.children:
             ids = self.vref(v)
@@ -370,10 +424,90 @@ class _Elaborator:
             else:
                 w = 1
                 ref = term.children[0]
-            name, idx = ref.children
-            src = self.b.resolve(str(name), None if idx is None else self.int(idx), self.pos(ref))
+            name, idx = self.ref(ref)
+            src = self.b.resolve(name, idx, self.pos(ref))
             if src is not None:
                 self.b.add_line(src, dst, -w if neg else w, pos)
+
+    # -- convolutions and pools (dsl/conv.py; docs/dnet.md, "Convolutions and pooling") -------
+    def shape_params(self, kind: str, args: list, pos: Pos):
+        """{name: int or list} of a conv / pool's parameters and {name: Pos}, or None."""
+        params, where = {}, {}
+        for key, value, apos in args:
+            if key is None:
+                self.b.error(apos, f"{kind} takes named parameters", f"write {conv.USAGE[kind]}")
+                return None
+            if key in params:
+                self.b.error(apos, f"parameter '{key}' is given twice", "give it once")
+                return None
+            if not (isinstance(value, int) or isinstance(value, list)):
+                self.b.error(apos, f"{kind}: '{key}' must be a number or a list of numbers",
+                             f"write {conv.USAGE[kind]}")
+                return None
+            params[key], where[key] = value, apos
+        return params, where
+
+    def make_conv(self, kind: str, args: list, rows, pos: Pos, n_src: int, n_dst: int | None):
+        """A checked conv.Conv, or None after a positioned error."""
+        got = self.shape_params(kind, args, pos)
+        if got is None:
+            return None
+        params, where = got
+        try:
+            c = conv.make(kind, params, rows)
+            conv.check_sizes(c, n_src, n_dst)
+        except conv.ShapeError as e:
+            self.b.error(where.get(e.key, pos), e.message, e.hint)
+            return None
+        return c
+
+    def shaped_lines(self, src: list[int], dst: list[int], body: Tree) -> None:
+        """lines SRC -> DST conv(...) [[...]] or avgpool(...)."""
+        name_tok, gargs, matrix = body.children
+        kind, pos = str(name_tok), self.pos(name_tok)
+        if kind not in conv.KINDS:
+            hint = did_you_mean(kind, (*conv.KINDS, "dense", "sparse", "diag", "all"))
+            self.b.error(pos, f"unknown lines form '{kind}'", hint or
+                         "lines take dense, sparse, diag, all, conv(...) or avgpool(...)")
+            return
+        args = [] if gargs is None else [self.arg(a) for a in gargs.children if a is not None]
+        rows = None if matrix is None else [
+            [self.signed(c) for c in row.children if c is not None]
+            for row in matrix.children if row is not None]
+        c = self.make_conv(kind, args, rows, pos, len(src), len(dst))
+        if c is not None:
+            self.b.add_conv(c, src, dst, pos)
+
+    def maxpool_neuron(self, name, size, args, gate_tree, sum_tree, decl) -> None:
+        """neuron DST[N] : maxpool(SRC, in=[C, H, W], kernel=K, stride=S, pad=P)."""
+        gpos = self.pos(gate_tree)
+        if sum_tree is not None:
+            self.b.error(self.pos(sum_tree), "maxpool takes no weighted sum",
+                         f"write {conv.USAGE['maxpool']}")
+        ids = self.b.declare_maxpool(name, size, self.pos(decl))
+        if not args or args[0][0] is not None or not isinstance(args[0][1], tuple) \
+                or not isinstance(args[0][1][0], str):
+            self.b.error(gpos, "maxpool needs its source first", f"write {conv.USAGE['maxpool']}")
+            return
+        (ref, sel), rpos = args[0][1], args[0][2]
+        self.pools.append(lambda: self.maxpool_windows(ids, size, ref, sel, rpos, args[1:], gpos))
+
+    def maxpool_windows(self, ids, size, ref, sel, rpos, args, gpos) -> None:
+        if isinstance(sel, tuple):
+            src = self.b.resolve_vector(ref, sel[1], sel[2], rpos)
+        else:
+            src = self.b.resolve_vector(ref, sel, None, rpos, single=sel is not None)
+        if src is None or not ids:
+            return
+        c = self.make_conv("maxpool", args, None, gpos, len(src), len(ids))
+        if c is None:
+            return
+        area = c.kernel[0] * c.kernel[1]
+        if area > MAX_POOL_WINDOW:
+            self.b.error(gpos, f"maxpool: a window of {area} elements is too large",
+                         f"a maxpool window holds at most {MAX_POOL_WINDOW} elements")
+            return
+        self.b.set_maxpool(ids, c, src, gpos)
 
     # -- vector-level forms (docs/dnet.md, "Vector forms") ------------------------------------
     def table_stmt(self, t: Tree) -> None:
@@ -412,8 +546,7 @@ class _Elaborator:
         dname = self.b.nodes[dst].name
         k = sum(1 for g in self.b.groups if g.startswith(dname + "."))
         if term.data == "mul":
-            a, b = ((str(r.children[0]), None if r.children[1] is None else
-                     self.int(r.children[1]), self.pos(r)) for r in rest)
+            a, b = ((*self.ref(r), self.pos(r)) for r in rest)
             for nid in self.b.declare_product(f"{dname}.mul{k}", a, b, pos):
                 self.b.add_line(nid, dst, w, pos)
             return

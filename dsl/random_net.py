@@ -94,3 +94,62 @@ def spiking(seed: int, **kw):
     from .parser import parse
 
     return parse(spiking_text(seed, **kw), f"<random spiking {seed}>")
+
+
+
+def _sum(rng: random.Random, sources: list[str], weight: int, bias: int = 3) -> str:
+    terms = [f"{rng.choice([-1, 1]) * rng.randint(1, weight)}*{s}" for s in sources
+             if rng.random() < 0.7]
+    terms.append(str(rng.randint(-bias, bias)))
+    return " + ".join(terms).replace("+ -", "- ")
+
+
+def recurrent_text(seed: int, n_in: int = 2, n_hidden: int = 3, in_range=(0, 3),
+                   weight: int = 3, feedback: bool = False, done: bool = False,
+                   name: str | None = None) -> str:
+    """A random recurrent cell, open-ended: h = gate(W x + U prev(h) + b) with relu (with a
+    max), step and lut gates mixed, random inits, an identity readout o = V h + c, and
+    optionally an input fed back from h0 and a done node (a step over h1)."""
+    rng = random.Random(seed)
+    lo, hi = in_range
+    out = [f"# random recurrent cell, seed {seed}", f"network {name or f'rnn_{seed}'}",
+           "steps open", f"input x[{n_in}] : {lo}..{hi}"]
+    gates, tops = [], []
+    for _ in range(n_hidden):
+        kind = rng.choice(["relu", "relu", "step", "lut"])
+        if kind == "relu":
+            tops.append(rng.randint(1, 7))
+            gates.append(f"relu(s={rng.choice([1, 2, 3, 4])}, max={tops[-1]})")
+        elif kind == "step":
+            tops.append(1)
+            gates.append(f"step(t={rng.randint(-2, 6)})")
+        else:
+            dlo, width = rng.randint(-6, 0), rng.randint(3, 9)
+            table = [rng.randint(0, 5) for _ in range(width)]
+            tops.append(max(table))
+            gates.append(f"lut({dlo}..{dlo + width - 1}, [{', '.join(map(str, table))}])")
+    sources = [f"x[{i}]" for i in range(n_in)] + [f"prev(h{j})" for j in range(n_hidden)]
+    if feedback:
+        out += [f"input f : 0..{tops[0]}", "feedback f = h0"]
+        sources.append("f")
+    sums = [_sum(rng, sources, weight) for _ in gates]
+    for k, (gate, text) in enumerate(zip(gates, sums)):
+        out.append(f"neuron h{k} : {gate} = {text}")
+    for k, top in enumerate(tops):
+        init = rng.randint(0, top)
+        if init and any(f"prev(h{k})" in t for t in sums):
+            out.append(f"init h{k} = {init}")
+    out.append(f"neuron o : identity = {_sum(rng, [f'h{k}' for k in range(n_hidden)], weight)}")
+    outs = ["o"] + [f"h{k}" for k in range(n_hidden)]
+    if done:
+        out.append(f"neuron stop : step(t={rng.randint(1, max(1, tops[1 % n_hidden]))}) = "
+                   f"h{1 % n_hidden}")
+        out.append("done stop")
+    out.append("output " + ", ".join(outs))
+    return "\n".join(out) + "\n"
+
+
+def recurrent(seed: int, **kw):
+    from .parser import parse
+
+    return parse(recurrent_text(seed, **kw), f"<random rnn {seed}>")

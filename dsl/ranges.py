@@ -8,7 +8,8 @@ and exact for a single layer of independent inputs.
 """
 from __future__ import annotations
 
-from .ir import Identity, Input, Lut, Netlist, Product, Range, Relu, Spike, Step
+from .ir import (MAX_STEPS, Identity, Input, Lut, Netlist, Node, Prev, Product, Range, Relu,
+                 Spike, Step)
 
 
 def affine_range(net: Netlist, node_id: int) -> Range:
@@ -106,38 +107,151 @@ def analyse(net: Netlist) -> Netlist:
     Identity chains are folded (h = x - x through identities is 0, not -2r..2r), a product
     of a value with itself is a square, and small input spaces are enumerated exactly.
     What can remain loose: correlated values through gated neurons or products of
-    different nodes, in netlists with too many input combinations to enumerate."""
+    different nodes, in netlists with too many input combinations to enumerate.
+
+    A netlist with prev nodes is a fixpoint (`recurrent_ranges`): the ranges hold at every
+    step of a run, for any number of steps when the netlist is open."""
+    gates = [n.gate for n in net.nodes]
+    prevs = [n for n in net.nodes if isinstance(n.gate, Prev)]
+    if prevs:
+        assumed = recurrent_ranges(net, prevs, gates)
+    else:
+        assumed = {}
+    _interval_pass(net, gates, assumed)
+    for node, gate in zip(net.nodes, gates):
+        if isinstance(gate, Relu) and gate.L is None:
+            # No clamp written: clamping at the largest reachable value changes nothing,
+            # and a map needs a finite staircase.
+            node.gate = Relu(gate.s, max(net.acc_range[node.id].hi // gate.s, 0))
+    _enumerate_exactly(net)
+    return net
+
+
+def _interval_pass(net: Netlist, gates: list, assumed: dict[int, Range]) -> None:
+    """One walk over the nodes in order: every range from its sources' (prev nodes take
+    the ranges in `assumed`). `gates` are the gates as written (a relu's max unfilled)."""
     net.acc_range = [Range(0, 0)] * len(net.nodes)
     net.value_range = [Range(0, 0)] * len(net.nodes)
     net.state_range = {}
     fold = _Folding(net)
-    for node in net.nodes:
-        gate = node.gate
+    steps = MAX_STEPS if net.open else net.steps
+    for node, gate in zip(net.nodes, gates):
         if isinstance(gate, Input):
             acc = Range(gate.lo, gate.hi)
             val = Range(gate.lo, gate.hi)
+        elif isinstance(gate, Prev):
+            acc = assumed[node.id]
+            val = Range(acc.lo, acc.hi)
         elif isinstance(gate, Product):
             acc = product_range(net.value_range[gate.a], net.value_range[gate.b],
                                 gate.a == gate.b)
             val = Range(acc.lo, acc.hi)
         elif isinstance(gate, Spike):
             acc = fold.acc_range(node)
-            state, val = spike_ranges(gate, acc, net.steps)
+            state, val = spike_ranges(gate, acc, steps)
             net.state_range[node.id] = state
             _check_size(node, state, "membrane")
         else:
             acc = fold.acc_range(node)
             if isinstance(gate, Relu) and gate.L is None:
-                # No clamp written: clamping at the largest reachable value changes nothing,
-                # and a map needs a finite staircase.
                 gate = Relu(gate.s, max(acc.hi // gate.s, 0))
-                node.gate = gate
             val = gate_range(gate, acc)
         _check_size(node, acc, "value" if isinstance(gate, Product) else "accumulator")
         net.acc_range[node.id] = acc
         net.value_range[node.id] = val
-    _enumerate_exactly(net)
-    return net
+
+
+# Passes of the recurrent fixpoint: rising from the first step's ranges, then (widened to
+# the gates' clamps) falling back towards the least fixpoint. Every falling iterate is sound.
+ASCENT_PASSES = 64
+DESCENT_PASSES = 64
+
+
+def recurrent_ranges(net: Netlist, prevs: list[Node], gates: list) -> dict[int, Range]:
+    """The range of every prev node over every step of a run: prev(x) at step t is x at
+    t - 1 (its init at t = 0), so its range is init joined with x's range, which in turn
+    depends on the prev nodes. Iterated from {init}: after k rounds the ranges cover steps
+    0..k, so a fixed `steps T` netlist stops after T - 1 rounds (as tight as unrolling),
+    and any netlist stops at a fixpoint (then they hold for any number of steps). A range
+    still growing after ASCENT_PASSES rounds is widened to its source's clamp (relu max,
+    step, lut edges, an input's range); if that is a post-fixpoint it holds at every step
+    and is narrowed again, else the node is refused."""
+    assumed = {p.id: Range(p.gate.init, p.gate.init) for p in prevs}
+    horizon = None if net.open else net.steps - 1
+    for rounds in range(ASCENT_PASSES):
+        if horizon is not None and rounds >= horizon:
+            return assumed
+        _interval_pass(net, gates, assumed)
+        grown = _next(net, prevs, assumed)
+        if grown == assumed:
+            return assumed
+        assumed = grown
+    _interval_pass(net, gates, assumed)
+    assumed = _widen(net, prevs, gates, assumed, _next(net, prevs, assumed))
+    for _ in range(DESCENT_PASSES):
+        _interval_pass(net, gates, assumed)
+        lower = _next(net, prevs, assumed)
+        if lower == assumed:
+            break
+        assumed = lower
+    return assumed
+
+
+def _next(net: Netlist, prevs: list[Node], assumed: dict[int, Range]) -> dict[int, Range]:
+    """The prev ranges one step later: init joined with the source's range."""
+    out = {}
+    for p in prevs:
+        r, init = net.value_range[p.gate.src], p.gate.init
+        out[p.id] = Range(min(init, r.lo), max(init, r.hi))
+    return out
+
+
+def _clamp(gate) -> Range | None:
+    """The values a gate can ever produce, whatever its accumulator (None: unbounded)."""
+    if isinstance(gate, Relu) and gate.L is not None:
+        return Range(0, gate.L)
+    if isinstance(gate, (Step, Spike)):
+        return Range(0, 1)
+    if isinstance(gate, Lut):
+        return Range(min(gate.table), max(gate.table))
+    if isinstance(gate, Input):
+        return Range(gate.lo, gate.hi)
+    return None
+
+
+# Rounds after widening in which ranges without a clamp of their own may still settle on
+# what the clamped ones allow (an identity fed by a clamped recurrence).
+SETTLE_PASSES = 4
+
+
+def _widen(net: Netlist, prevs: list[Node], gates: list, assumed: dict, grown: dict) -> dict:
+    """Jump every still-growing prev range to its source's clamp, let the others settle,
+    and check the result holds one more step (a post-fixpoint: by induction it then holds
+    at every step); else refuse naming the nodes and the fix."""
+    from .diagnostics import CompileError, Diagnostic
+
+    wide = dict(grown)
+    for p in prevs:
+        c = _clamp(gates[p.gate.src])
+        if grown[p.id] != assumed[p.id] and c is not None:
+            r = grown[p.id]
+            wide[p.id] = Range(min(r.lo, c.lo), max(r.hi, c.hi))
+    for _ in range(SETTLE_PASSES):
+        _interval_pass(net, gates, wide)
+        after = _next(net, prevs, wide)
+        bad = [p for p in prevs
+               if not (wide[p.id].lo <= after[p.id].lo and after[p.id].hi <= wide[p.id].hi)]
+        if not bad:
+            return wide
+        for p in bad:
+            r, a = wide[p.id], after[p.id]
+            wide[p.id] = Range(min(r.lo, a.lo), max(r.hi, a.hi))
+    raise CompileError([Diagnostic(
+        net.nodes[p.gate.src].pos,
+        f"the range of '{net.nodes[p.gate.src].name}' grows at every step (after "
+        f"{ASCENT_PASSES} steps {grown[p.id]}) and nothing bounds it",
+        "clamp it: a relu with max=..., a lut, or clamp(x, LO..HI) inside the loop; or "
+        "prove it for a fixed number of steps with 'steps T'") for p in bad])
 
 
 def product_range(a: Range, b: Range, same: bool) -> Range:
@@ -208,7 +322,7 @@ def _enumerate_exactly(net: Netlist) -> None:
     and keep the exact ranges (intersected with the intervals, which contain them)."""
     import math
 
-    if net.steps != 1 or not net.inputs:
+    if net.steps != 1 or net.open or not net.inputs or net.recurrent:
         return
     combos = math.prod(hi - lo + 1 for lo, hi in net.input_ranges())
     if combos > ENUM_INPUTS or len(net.nodes) > ENUM_NODES or combos * len(net.nodes) > ENUM_WORK:

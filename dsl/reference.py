@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .diagnostics import VoodooError
-from .ir import Identity, Input, Lut, Netlist, Product, Relu, Spike, Step
+from .ir import Identity, Input, Lut, Netlist, Prev, Product, Relu, Spike, Step
 
 _SAFE = 2**62
 
@@ -59,8 +59,10 @@ def levels(net: Netlist) -> list[list[int]]:
     depth = [0] * len(net.nodes)
     for n in net.nodes:
         srcs = n.sources()
-        # Inputs alone make level 0; a neuron with no lines (a constant) still computes.
-        depth[n.id] = 0 if n.is_input else 1 + max((depth[s] for s in srcs), default=0)
+        # Inputs and prev nodes (values from outside the step) make level 0; a neuron with
+        # no lines (a constant) still computes.
+        depth[n.id] = 0 if n.is_input or n.is_prev else \
+            1 + max((depth[s] for s in srcs), default=0)
     out: dict[int, list[int]] = {}
     for i, d in enumerate(depth):
         out.setdefault(d, []).append(i)
@@ -68,23 +70,31 @@ def levels(net: Netlist) -> list[list[int]]:
 
 
 def check_inputs(net: Netlist, inputs) -> np.ndarray:
-    """Validate and shape inputs to (batch, steps, n_inputs) exact integers."""
+    """Validate and shape inputs to (batch, steps, n_inputs) exact integers. An open netlist
+    takes any number of steps (at most net.steps); a fed-back input may be None at a step
+    after the first: it then takes its node's value of the previous step."""
     arr = np.asarray(inputs, dtype=object)
     n_in = len(net.inputs)
     if arr.ndim == 1:
         arr = arr[None, None, :]
     elif arr.ndim == 2:
-        arr = arr[:, None, :] if net.steps == 1 else arr[None, :, :]
-    if arr.ndim != 3 or arr.shape[2] != n_in or arr.shape[1] != net.steps:
-        raise VoodooError(f"{net.source}: expected inputs of shape (batch, {net.steps}, {n_in})"
+        arr = arr[:, None, :] if net.steps == 1 and not net.open else arr[None, :, :]
+    steps_ok = arr.ndim == 3 and (1 <= arr.shape[1] <= net.steps if net.open
+                                  else arr.shape[1] == net.steps)
+    if arr.ndim != 3 or arr.shape[2] != n_in or not steps_ok:
+        want = f"1..{net.steps}" if net.open else str(net.steps)
+        raise VoodooError(f"{net.source}: expected inputs of shape (batch, {want}, {n_in})"
                           f" or ({n_in},), got {np.shape(inputs)}")
     for k, nid in enumerate(net.inputs):
         g = net.nodes[nid].gate
         col = arr[:, :, k]
-        for v in col.ravel():
+        for t, v in np.ndenumerate(col):
+            if v is None and nid in net.feedback and t[1] > 0:
+                continue
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                hint = " (None: fed back, after the first step)" if nid in net.feedback else ""
                 raise VoodooError(f"{net.source}: input {net.nodes[nid].name} = {v!r} "
-                                  "is not an integer")
+                                  f"is not an integer{hint}")
             if not g.lo <= int(v) <= g.hi:
                 raise VoodooError(f"{net.source}: input {net.nodes[nid].name} = {int(v)} is "
                                   f"outside its declared range {g.lo}..{g.hi}")
@@ -102,13 +112,17 @@ def evaluate(net: Netlist, inputs) -> Result:
     mats = [_LevelSums(net, ids, dt) for ids in levels(net)]
     state = {n.id: np.full(batch, n.gate.init, dtype=dt) for n in net.nodes
              if isinstance(n.gate, Spike)}
+    prevs = [(n.id, n.gate.src, n.gate.init) for n in net.nodes if isinstance(n.gate, Prev)]
     for t in range(steps):
         V = val[:, t, :]
-        V[:, net.inputs] = x[:, t, :].astype(dt)
+        _step_inputs(net, x, val, t, dt)
+        for nid, src, init in prevs:
+            V[:, nid] = val[:, t - 1, src] if t else init
         acc[:, t, net.inputs] = V[:, net.inputs]
+        acc[:, t, [p[0] for p in prevs]] = V[:, [p[0] for p in prevs]]
         for level in mats:
             ids = level.ids
-            if net.nodes[ids[0]].is_input:
+            if all(net.nodes[i].is_input or net.nodes[i].is_prev for i in ids):
                 continue
             A = level.sums(V)
             acc[:, t, ids] = A
@@ -146,6 +160,28 @@ def evaluate(net: Netlist, inputs) -> Result:
                     raise TypeError(g)
                 V[:, nid] = y
     return Result(net, acc, val, mem)
+
+
+def _step_inputs(net: Netlist, x: np.ndarray, val: np.ndarray, t: int, dt) -> None:
+    """Step t's input values: as given, or (None, for a fed-back input) the value its node
+    had at step t - 1."""
+    col = x[:, t, :]
+    for k, nid in enumerate(net.inputs):
+        given = col[:, k]
+        fed = np.array([v is None for v in given], dtype=bool)
+        if fed.any():
+            given = np.where(fed, val[:, t - 1, net.feedback[nid]], given)
+        val[:, t, nid] = given.astype(dt)
+
+
+def stop_step(net: Netlist, res: Result, sample: int = 0) -> int:
+    """How many steps a run takes: up to and including the first step at which the done
+    node is 1 (all of them without one, or if it never is)."""
+    steps = res.value.shape[1]
+    if net.done is None:
+        return steps
+    hits = np.nonzero(res.value[sample, :, net.done] == 1)[0]
+    return int(hits[0]) + 1 if len(hits) else steps
 
 
 class _LevelSums:

@@ -139,18 +139,23 @@ def _puke(call: tuple) -> str:
     return " ".join(["puke", *map(str, call)])
 
 
-def puke_commands(info: dict, x: list[int], seq: int, first: bool) -> list[str]:
-    """The console commands of one inference (as engine.runner.MapRunner.infer sends)."""
-    return [_puke(c) for c in input_calls(info, x, first) + [(info["infer_script"], seq)]]
+def puke_commands(info: dict, x: list[int], seq: int, first: bool,
+                  fed: bool = False) -> list[str]:
+    """The console commands of one inference (as engine.runner.MapRunner.infer sends; a fed
+    step of a netlist with fed-back inputs runs the fed script)."""
+    script = info["fed_script"] if fed else info["infer_script"]
+    return [_puke(c) for c in input_calls(info, x, first) + [(script, seq)]]
 
 
 def timeline(info: dict, inputs: list[list[int]], margin: int = 12,
-             sequence: bool = False) -> str:
+             sequence: bool = False, fed: list[bool] | None = None) -> str:
     """One console line: wait for the map to be ready, then each inference, each given its
-    predicted tics plus `margin` (the log, not this spacing, decides what is compared)."""
+    predicted tics plus `margin` (the log, not this spacing, decides what is compared).
+    `fed[k]`: step k of a sequence is a fed step."""
     parts = [f"wait {info['init_tics'] + 2 + margin}"]
     for seq, x in enumerate(inputs, 1):
-        parts += puke_commands(info, x, seq, first=sequence and seq == 1)
+        parts += puke_commands(info, x, seq, first=sequence and seq == 1,
+                               fed=bool(fed and fed[seq - 1]))
         parts.append(f"wait {info['inference_tics'] + 1 + margin}")
     parts.append("quit")
     return "; ".join(parts)
@@ -204,7 +209,8 @@ def run_gzdoom(binary: str, wad: str, probe: str, commands: str, timeout: float 
 
 
 def run_vizdoom(wad: str, probe: str, info: dict, inputs: list[list[int]],
-                sequence: bool = False) -> tuple[str, list[list[int]]]:
+                sequence: bool = False, fed: list[bool] | None = None
+                ) -> tuple[str, list[list[int]]]:
     """The same inferences in ViZDoom with the same probe loaded; (log, outputs)."""
     from engine.doom import Engine
     from engine.runner import MapRunner
@@ -214,7 +220,8 @@ def run_vizdoom(wad: str, probe: str, info: dict, inputs: list[list[int]],
     try:
         engine = Engine(wad, extra_args=(f"-file {os.path.abspath(probe)}", f"+logfile {log}"))
         with MapRunner(wad, info, engine=engine) as runner:
-            outs = [runner.infer(x, first=sequence and k == 0) for k, x in enumerate(inputs)]
+            outs = [runner.infer(x, first=sequence and k == 0, fed=bool(fed and fed[k]))
+                    for k, x in enumerate(inputs)]
             runner.engine.advance(2)
         return open(log, errors="replace").read(), outs
     finally:

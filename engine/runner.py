@@ -136,12 +136,21 @@ class MapRunner:
         return self._acknowledged(calls, self.info["pipeline"]["batch_script"], (n,), tics,
                                   f"a batch of {n} beats")
 
-    def infer(self, x, first: bool = False) -> list[int]:
+    def infer(self, x, first: bool = False, fed: bool = False) -> list[int]:
         """One inference (one time step); returns the output values in declared order.
-        `first` begins a new sequence: spiking membranes go back to their initial level."""
+        `first` begins a new sequence: spiking membranes go back to their initial level,
+        prev lanes to their init. `fed`: the fed-back inputs take their nodes' values of the
+        step before, in the map (their entries in x are not used)."""
         info = self.info
+        fb = info.get("feedback") or []
+        if fed and not fb:
+            raise VoodooError(f"{self.wad}: the map has no fed-back inputs")
+        if fed:
+            x = [lo if name in fb else v for name, v, (lo, _)
+                 in zip(info["inputs"], x, info["input_ranges"])]
         x = self._checked(x)
-        vals = self._step(x, info["infer_script"], info["inference_tics"], first)
+        vals = self._step(x, info["fed_script"] if fed else info["infer_script"],
+                          info["inference_tics"], first)
         if info["outputs"]:
             return vals[:len(info["outputs"])]
         everything = self.read_all()
@@ -179,33 +188,48 @@ def reference_labels(net: Netlist, lowered: Netlist, x, step: int = -1) -> dict[
     sequence, `x` holds every step's inputs and `step` picks the step."""
     from dsl.reference import evaluate
 
-    res = evaluate(lowered, [x])
+    return result_labels(lowered, evaluate(lowered, [x]), step)
+
+
+def result_labels(lowered: Netlist, res, step: int = -1) -> dict[str, int]:
+    """Every readable light label's value at `step` of a reference Result (sample 0)."""
     out = {}
     for n in lowered.nodes:
         out[f"value:{n.name}"] = int(res.value[0, step, n.id])
         # An identity neuron's accumulator is its value: one light, one label.
         if isinstance(n.gate, Spike):
             out[f"membrane:{n.name}"] = int(res.state[0, step, n.id])
-        elif not n.is_input and not isinstance(n.gate, Identity):
+        elif not (n.is_input or n.is_prev or isinstance(n.gate, Identity)):
             out[f"acc:{n.name}"] = int(res.acc[0, step, n.id])
     return out
 
 
 def compare_sequence(runner: MapRunner, net: Netlist, lowered: Netlist, xs,
                      debug: bool = False) -> list[Comparison]:
-    """A multi-step netlist: one sequence of inputs, compared step by step."""
+    """A multi-step netlist: one run of the steps planned by dsl/sequence.plan_steps (a
+    row per step; None for a fed-back input), compared step by step. The run ends when the
+    map's own done output says 1 (or at the last row): the reference must agree on when."""
     from dsl.reference import evaluate
+    from dsl.sequence import reference_run
 
-    ref = evaluate(net, [xs]).value[0][:, net.outputs].tolist()
+    res, _ = reference_run(net, xs)
+    low = evaluate(lowered, [xs]) if debug else None
+    done = runner.info.get("done")
     out = []
     for t, x in enumerate(xs):
-        eng = runner.infer(x, first=(t == 0))
-        cmp = Comparison(list(x), eng, [int(v) for v in ref[t]])
+        fed = any(v is None for v in x)
+        taken = [int(res.value[0, t, i]) for i in net.inputs]
+        eng = runner.infer(taken if not fed else [0 if v is None else v for v in x],
+                           first=(t == 0), fed=fed)
+        cmp = Comparison(taken, eng, [int(res.value[0, t, o]) for o in net.outputs])
         if debug:
             got = runner.read_all()
-            want = reference_labels(net, lowered, xs, step=t)
-            cmp.first_divergence = _first_divergence(lowered, got, want)
+            cmp.first_divergence = _first_divergence(lowered, got, result_labels(lowered, low, t))
+            if cmp.first_divergence:
+                cmp.first_divergence = f"step {t}: {cmp.first_divergence}"
         out.append(cmp)
+        if done is not None and eng[done] == 1:
+            break  # the network ended its run
     return out
 
 

@@ -105,3 +105,37 @@ def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int 
     finally:
         pool.join()
     return [results[i] for i in range(len(X))], total_tics
+
+
+def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list):
+    """One run of a multi-step netlist through the maps of a tiled WAD, step by step
+    (mapgen/tiles.carry_sequence): an engine per map, each keeping its map loaded and its
+    own state (membranes, prev doors) from step to step. Every output and every value that
+    crosses maps is compared with the reference at every step; the first one that differs
+    is named with its step."""
+    from dsl.sequence import reference_run
+    from engine.runner import Comparison
+    from mapgen.tiles import carry_sequence
+
+    runners: list[MapRunner] = []
+    try:
+        for k, info in enumerate(infos):
+            runners.append(MapRunner(wad, info, f"MAP{k + 1:02d}"))
+        steps = carry_sequence(tiles, seq, net,
+                               lambda k, ins, t, fed: runners[k].infer(ins, first=t == 0, fed=fed),
+                               [set(info.get("feedback") or []) for info in infos])
+    finally:
+        for r in runners:
+            r.close()
+    res, _ = reference_run(net, seq)
+    out = []
+    for t, values in enumerate(steps):
+        ref = {n.name: int(res.value[0, t, n.id]) for n in net.nodes}
+        wrong = next((n.name for n in net.nodes if values.get(n.name) is not None
+                      and values[n.name] != ref[n.name]), None)
+        out.append(Comparison([ref[net.nodes[i].name] for i in net.inputs],
+                              [values[net.nodes[o].name] for o in net.outputs],
+                              [ref[net.nodes[o].name] for o in net.outputs],
+                              None if wrong is None else f"step {t}: {wrong} engine "
+                              f"{values[wrong]} reference {ref[wrong]}"))
+    return out

@@ -12,6 +12,9 @@ layout and schedule, so they judge the map that will actually be written:
   (door faces, the lane's end wall, its spawn and parking points), where engines differ;
 - schedule: at most one plane move per plane per tic; a phase gives its slowest doll
   enough tics, so no doll stands in a door when the next inference moves its ceiling;
+- carries (`check_carries`): what crosses from one step to the next (prev lanes' doors,
+  fed-back inputs) is copied once per step, before its light is reset and in time for the
+  doors to land before their dolls ride; the init levels the begin script sets fit a light;
 - budgets: map extent inside the coordinate range, doll, sector, line and tag counts;
 - the pipelined beat (`check_pipeline`), unrolled over several beats, both at a runner's
   interval and at the batch script's overlapping one (`fit_batch_period` picks the
@@ -28,7 +31,7 @@ from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import physics as P
 from .layout import Layout
-from .program import Pipeline, Schedule, lane_targets, run_tics
+from .program import RESET_ORDER, RESET_TIC, Pipeline, Schedule, lane_targets, run_tics
 
 MAX_DOLLS = 4000
 MAX_SECTORS = 65535
@@ -182,15 +185,53 @@ def check_schedule(layout: Layout, sched: Schedule) -> list[Diagnostic]:
     return out
 
 
-def _no_tiling_hint(layout: Layout, out: list[Diagnostic]) -> list[Diagnostic]:
-    """Tiling carries values between maps, not membranes: a multi-step netlist (steps > 1)
-    cannot be split, so its budget hints do not suggest it (tiles.py refuses it)."""
-    if layout.circuit.net.steps == 1:
-        return out
-    hint = ("a spiking netlist (steps > 1) runs in one map: tiling cannot carry membranes "
-            "between maps; use fewer or narrower neurons")
-    return [Diagnostic(d.pos, d.message, hint if "tiles" in d.hint else d.hint, d.severity)
-            for d in out]
+def check_carries(layout: Layout, sched: Schedule) -> list[Diagnostic]:
+    """Values carried from one step to the next (program.Carry): every prev lane's doors get
+    exactly one copy and every fed-back input one copy on fed steps, each before the reset
+    of the light it reads (else it would copy the reset level) and early enough that the
+    doors land before the lane's doll is released; the begin script's inits fit a light."""
+    from .program import door_speed, state_starts
+
+    out = []
+    net, names = layout.circuit.net, _names(layout)
+    release = {i: 1 + ph.copy_tics for ph in sched.phases for i in ph.lanes}
+    want = {i: ("fed" if g.lane.feedback is not None else "") for i, g in enumerate(layout.lanes)
+            if g.lane.source[0] == "state" or g.lane.feedback is not None}
+    got: dict[int, list] = {}
+    for c in sched.carries:
+        got.setdefault(c.lane, []).append(c)
+    for i in sorted(set(want) | set(got)):
+        g = layout.lanes[i]
+        node = net.nodes[g.lane.node]
+        who = f"'{names[g.lane.node]}'"
+        cs = got.get(i, [])
+        if len(cs) != (i in want) or any(c.when != want.get(i) for c in cs):
+            out.append(Diagnostic(node.pos, f"the doors of {who} get {len(cs)} carried copies "
+                                            f"per step; they need {int(i in want)}",
+                                  "a bug in the schedule (program.plan)"))
+            continue
+        for c in cs:
+            light = (g.lane.source[1] if g.lane.source[0] == "state" else g.lane.feedback)
+            if c.light != light:
+                out.append(Diagnostic(node.pos, f"the doors of {who} are copied from light "
+                                                f"{c.light}, not from {light}",
+                                      "a bug in the schedule (program.plan)"))
+            if (c.tic, c.order) >= (RESET_TIC, RESET_ORDER):
+                out.append(Diagnostic(node.pos, f"the doors of {who} are copied at tic {c.tic} "
+                                                "after the lights are reset: they would get the "
+                                                "reset level, not the step before's",
+                                      "carry before the reset (a bug in program.plan)"))
+            land = c.tic + door_speed(g)[1]
+            if land > release[i]:
+                out.append(Diagnostic(node.pos, f"the doors of {who} land at tic {land}, after "
+                                                f"its doll is released at tic {release[i]}",
+                                      "a bug in the schedule (program.plan)"))
+    for tag, (init, nid) in state_starts(layout).items():
+        if not P.LIGHT_MIN <= init <= P.LIGHT_MAX:
+            out.append(Diagnostic(net.nodes[nid].pos, f"init {init} of '{names[nid]}' does not "
+                                                      f"fit a light ({P.LIGHT_MIN}..{P.LIGHT_MAX})",
+                                  "give an init within the light range"))
+    return out
 
 
 def check_budgets(layout: Layout) -> list[Diagnostic]:
@@ -225,7 +266,7 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if top > MAX_TAG:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))
-    return _no_tiling_hint(layout, out)
+    return out
 
 
 BEAT_ORDER = 1000  # orders of one beat's events lie below this (program.ORDER, slots of 10)
@@ -429,6 +470,7 @@ def run_all(layout: Layout, sched: Schedule) -> None:
     fit_batch_period(layout, sched)
     problems = (check_lights(layout) + check_planes(layout) + check_geometry(layout)
                 + check_stop_clearance(layout) + check_schedule(layout, sched)
+                + check_carries(layout, sched)
                 + check_budgets(layout) + check_pipeline(layout, sched))
     if problems:
         raise CompileError(problems)

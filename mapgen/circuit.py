@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dsl.ir import Identity, Input, Lut, Netlist, Relu, Spike, Step
+from dsl.ir import Identity, Input, Lut, Netlist, Prev, Relu, Spike, Step
 from dsl.lower import lower_products
 from dsl.diagnostics import CompileError, Diagnostic, Pos
 
@@ -66,13 +66,18 @@ class Lane:
     base: int              # the node's value when the doll passes no door
     plane_lo: int          # range of the value ACS writes to the door ceilings
     plane_hi: int
-    source: tuple          # ("input", k), ("light", acc tag) or ("none",) for a clock lane
+    # ("input", k); ("light", acc tag); ("state", tag of the light whose level at the end
+    # of the previous step the doors hold: a prev node's lane); ("none",) for a clock lane
+    source: tuple
     door_tag: int = 0
     tid: int = 0
     role: str = "gate"     # gate; fire / leak (a spiking neuron's two lanes); clock
     # Lines crossed on every ride, before the first door: (tag, amount) adds, then sets.
     prelude: list[tuple[int, int]] = field(default_factory=list)
     prelude_sets: list[tuple[int, int]] = field(default_factory=list)
+    # An input fed back (`feedback x = y`): on a fed step the bus copies this light (y's
+    # value of the step before) to the doors instead of writing the given input.
+    feedback: int | None = None
 
     @property
     def label(self) -> str:
@@ -102,7 +107,7 @@ def staircase(gate, lo: int, hi: int) -> tuple[int, list[tuple[int, int]]]:
     Doors whose threshold is <= lo are always passed and fold into the base; doors above hi
     are never passed and are left out.
     """
-    if isinstance(gate, Input):
+    if isinstance(gate, (Input, Prev)):  # the lane counts its value, door by door
         return lo, [(t, 1) for t in range(lo + 1, hi + 1)]
     if isinstance(gate, Relu):
         base = min(max(lo // gate.s, 0), gate.L)
@@ -187,13 +192,14 @@ def split_lanes(lanes: list[Lane], budget: int) -> list[Lane]:
                                        "give at least 1 door per lane")])
     out: list[Lane] = []
     for lane in lanes:
-        if lane.role != "gate" or lane.source[0] not in ("light", "input") \
+        if lane.role != "gate" or lane.source[0] not in ("light", "input", "state") \
                 or len(lane.doors) <= budget:
             out.append(lane)
             continue
         for k in range(0, len(lane.doors), budget):
             out.append(Lane(lane.node, lane.phase, lane.doors[k:k + budget], lane.base,
-                            lane.plane_lo, lane.plane_hi, lane.source))
+                            lane.plane_lo, lane.plane_hi, lane.source,
+                            feedback=lane.feedback))
     return out
 
 
@@ -219,7 +225,7 @@ class _Lowering:
         """An accumulator light per non-input node (a membrane for spiking ones) and a value
         light per gated node; an identity's value is its accumulator."""
         for n in self.net.nodes:
-            if not n.is_input:
+            if not (n.is_input or n.is_prev):  # their value is their lane's, not a sum
                 self.acc_light[n.id] = self.new_tag()
                 spike = isinstance(n.gate, Spike)
                 self.lights.append(Light(self.acc_light[n.id], n.id,
@@ -239,7 +245,7 @@ class _Lowering:
         const: dict[int, int] = {}
         expand: dict[int, dict[int, int]] = {}
         for n in net.nodes:
-            if n.is_input:
+            if n.is_input or n.is_prev:
                 continue
             c, w = n.bias, {}
             for s, ws in n.weights.items():
@@ -266,7 +272,7 @@ class _Lowering:
         for n in self.net.nodes:
             if isinstance(n.gate, Identity):
                 continue
-            phase = 0 if n.is_input else \
+            phase = 0 if n.is_input or n.is_prev else \
                 1 + max((self.phase_of[r] for r in self.expand[n.id]), default=0)
             if isinstance(n.gate, Spike):
                 self.spike_lanes(n, phase, bad)
@@ -280,6 +286,11 @@ class _Lowering:
         if n.is_input:
             plo, phi = n.gate.lo, n.gate.hi
             source = ("input", self.net.inputs.index(n.id))
+        elif n.is_prev:
+            # Read from the light that holds its node's value at the end of a step.
+            r = self.net.value_range[n.id]
+            plo, phi = r.lo, r.hi
+            source = ("state", self.value_light[n.gate.src])
         else:
             a = self.net.acc_range[n.id]
             plo, phi = a.lo, a.hi
@@ -305,7 +316,9 @@ class _Lowering:
                                           "light levels hold -32768..32767; use smaller weights"))
             doors.append(Door(threshold, delta, adds))
         if doors:
-            self.lanes.append(Lane(n.id, phase, doors, base, plo, phi, source))
+            fed = self.net.feedback.get(n.id)
+            self.lanes.append(Lane(n.id, phase, doors, base, plo, phi, source,
+                                   feedback=None if fed is None else self.value_light[fed]))
 
     def spike_lanes(self, n, phase: int, bad: list[Diagnostic]) -> None:
         """A spiking neuron: its membrane light M integrates like an accumulator but is not
@@ -423,12 +436,24 @@ def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[i
     """What the map computes, without the engine: every light's level after one step.
 
     Dolls pass exactly the doors whose threshold their plane value reaches; each passed
-    door adds its amounts. `state` carries membranes from the previous step of a sequence
-    (None starts a new one). Used by tests to check the lowering against the reference, so
-    that engine tests only have the physics left to prove.
+    door adds its amounts. `state` is every light's level after the previous step of a
+    sequence (None starts a new one): membranes carry on, prev lanes read their node's
+    light, and a fed-back input (None in x) its node's. Used by tests to check the
+    lowering against the reference, so that engine tests only have the physics left to
+    prove.
     """
     level = {l.tag: (state[l.tag] if l.persistent and state is not None else l.reset)
              for l in circuit.lights}
+
+    def plane(lane) -> int:
+        kind = lane.source[0]
+        if kind == "input":
+            v = x[lane.source[1]]
+            return state[lane.feedback] if v is None else int(v)
+        if kind == "state":
+            return circuit.net.nodes[lane.node].gate.init if state is None \
+                else state[lane.source[1]]
+        return level[lane.source[1]] if kind == "light" else 0
 
     def add(tag, amount):
         for t in circuit.groups.get(tag, [tag]):
@@ -439,9 +464,7 @@ def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[i
         values = {}
         for k, lane in enumerate(circuit.lanes):
             if lane.phase == phase:
-                kind = lane.source[0]
-                values[k] = (int(x[lane.source[1]]) if kind == "input" else
-                             level[lane.source[1]] if kind == "light" else 0)
+                values[k] = plane(lane)
         for k, lane in enumerate(circuit.lanes):
             if lane.phase != phase:
                 continue

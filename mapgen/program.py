@@ -42,6 +42,7 @@ SCRIPT_INFER = 2
 SCRIPT_BEGIN = 3
 SCRIPT_PIPE = 4
 SCRIPT_BATCH = 5
+SCRIPT_FED = 6   # a step whose fed-back inputs take their nodes' values (script 2's twin)
 SCRIPT_QUEUE_ALIGN = 1000  # queue scripts start at the next thousand clear of the others
 MAX_BATCH = 16           # beats per batch script
 MAX_BATCH_STATEMENTS = 20_000  # the unrolled batch script stays a modest part of the map
@@ -67,6 +68,21 @@ class Phase:
     run_tics: int              # tics given to the dolls to finish
 
 
+@dataclass(frozen=True)
+class Carry:
+    """A value crossing from one step to the next in the map: at (tic, order) of the
+    inference script the doors of `lane` get the level of `light` (a prev lane's node; or
+    a fed-back input's node, when == "fed": only in script 6, the fed step)."""
+    tic: int
+    order: int
+    lane: int
+    light: int
+    when: str = ""
+
+
+RESET_TIC, RESET_ORDER = 1, 1   # every light is reset in tic 1, after the carries (order 0)
+
+
 @dataclass
 class Schedule:
     phases: list[Phase]
@@ -78,6 +94,7 @@ class Schedule:
     speeds: dict[int, int] = field(default_factory=dict)  # lane index -> door mover speed
     writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
     pipeline: "Pipeline | None" = None     # the overlapped schedule, when the net allows one
+    carries: list[Carry] = field(default_factory=list)  # what crosses from the step before
 
 
 def door_speed(g) -> tuple[int, int]:
@@ -132,9 +149,15 @@ def plan(layout: Layout) -> Schedule:
         for i in ph.lanes:
             writes.append((tic, layout.lanes[i].lane.door_tag))
         tic += ph.copy_tics + ph.run_tics
+    # Before the reset, while the lights still hold the step before: prev lanes and (on fed
+    # steps) fed-back inputs get their node's level.
+    carries = [Carry(RESET_TIC, 0, i, g.lane.source[1]) for i, g in enumerate(layout.lanes)
+               if g.lane.source[0] == "state"]
+    carries += [Carry(RESET_TIC, 0, i, g.lane.feedback, "fed")
+                for i, g in enumerate(layout.lanes) if g.lane.feedback is not None]
     sched = Schedule(phases, input_batches, read_batches,
                      outputs if len(outputs) <= READ_SLOTS else [], init, tic,
-                     speeds=speeds, writes=writes)
+                     speeds=speeds, writes=writes, carries=carries)
     sched.pipeline = plan_pipeline(layout, sched)
     return sched
 
@@ -378,6 +401,8 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     _input_scripts(b, layout, sched, names)
     _begin_script(b, layout, names)
     _infer_script(b, layout, sched, names)
+    if fed_inputs(layout):
+        _infer_script(b, layout, sched, names, fed=True)
     if sched.pipeline:
         pipeline_source(b, layout, sched)
         b.blank()
@@ -444,29 +469,60 @@ def _input_scripts(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None
 
 def _begin_script(b: Bus, layout: Layout, names: dict) -> None:
     persistent = [l for l in layout.circuit.lights if l.persistent]
-    if not persistent:
+    starts = state_starts(layout)
+    if not persistent and not starts:
         return
     b.open_script(f"script {SCRIPT_BEGIN} (void)")
-    b.comment("A new sequence: spiking membranes back to their initial level (start this\n"
-              "script in the same tic as the first step's inference).")
+    b.comment("A new sequence: spiking membranes back to their initial level, and the lights\n"
+              "that prev lanes read to their init (the first step copies them to the doors);\n"
+              "start this script in the same tic as the first step's inference.")
     for light in persistent:
         b.reset_light(light.tag, light.reset, f"membrane of {names[light.node]}")
+    for tag, (init, node) in starts.items():
+        b.reset_light(tag, init, f"what prev({names[node]}) reads at the first step")
     b.close_script()
     b.blank()
 
 
-def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
-    """One inference on the simple schedule: reset, then phase by phase copy, release,
-    wait and park; then the outputs to USER globals and the ack."""
-    b.open_script(f"script {SCRIPT_INFER} (int seq)")
+def state_starts(layout: Layout) -> dict[int, tuple[int, int]]:
+    """Light tag -> (init, node) for every light a prev lane's doors are copied from."""
+    net = layout.circuit.net
+    out = {}
+    for g in layout.lanes:
+        if g.lane.source[0] == "state":
+            gate = net.nodes[g.lane.node].gate
+            out[g.lane.source[1]] = (gate.init, gate.src)
+    return out
+
+
+def fed_inputs(layout: Layout) -> list:
+    """The lanes of fed-back inputs (a copy on fed steps, the input on the others)."""
+    return [g for g in layout.lanes if g.lane.feedback is not None]
+
+
+def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict,
+                  fed: bool = False) -> None:
+    """One inference on the simple schedule: what crosses from the step before (prev lanes'
+    copies, and in script 6, the fed step, fed-back inputs' copies; before any light is
+    reset), reset, then phase by phase copy, release, wait and park; then the outputs to
+    USER globals and the ack. Straight-line code, like every bus script."""
+    b.open_script(f"script {SCRIPT_FED if fed else SCRIPT_INFER} (int seq)")
     b.delay(1, "the input scripts started with this one have stored their arguments")
+    carries = [c for c in sched.carries if fed or not c.when]
+    if carries:
+        b.comment("From the step before, while its lights still hold it: each prev lane's doors\n"
+                  "get its node's value" + (", each fed-back input its node's." if fed else "."))
+    for c in carries:
+        g = layout.lanes[c.lane]
+        what = f"input {names[g.lane.node]}, fed back" if c.when else f"{names[g.lane.node]}"
+        b.copy(g.lane.door_tag, sched.speeds[c.lane], c.light, what)
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in layout.circuit.lights:
         if not light.persistent:
             b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        _phase(b, layout, sched, ph, names)
+        _phase(b, layout, sched, ph, names, fed)
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")
@@ -477,7 +533,7 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     b.blank()
 
 
-def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
+def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict, fed: bool = False) -> None:
     # Every doll waits on its pad, away from its doors: a doll inside a door sector
     # would stop that door's ceiling from moving.
     b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
@@ -485,8 +541,8 @@ def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict) -> None:
     for i in ph.lanes:
         g = layout.lanes[i]
         speed = sched.speeds[i]
-        if g.lane.source[0] == "none":
-            continue  # a clock lane has no doors
+        if g.lane.source[0] in ("none", "state") or fed and g.lane.feedback is not None:
+            continue  # a clock lane has no doors; prev and fed lanes' were copied at the start
         if g.lane.source[0] == "input":
             b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
                           f"input {names[g.lane.node]}")
@@ -653,7 +709,14 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "input_scripts": [SCRIPT_INPUT_BASE + k for k in range(len(sched.input_batches))],
         "infer_script": SCRIPT_INFER,
         "steps": c.net.steps,
-        "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights) else None,
+        "open": c.net.open,
+        "begin_script": SCRIPT_BEGIN if any(l.persistent for l in c.lights)
+        or state_starts(layout) else None,
+        # Fed-back inputs: on a fed step (script 6 instead of 2) they take their node's value
+        # of the step before, in the map.
+        "feedback": [names[x] for x in c.net.inputs if x in c.net.feedback],
+        "fed_script": SCRIPT_FED if fed_inputs(layout) else None,
+        "done": None if c.net.done is None else c.net.outputs.index(c.net.done),
         "inference_tics": sched.inference_tics,
         "init_tics": sched.init_tics,
         "ack_var": ACK_VAR, "read_ack_var": READ_ACK_VAR,

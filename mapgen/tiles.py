@@ -8,13 +8,20 @@ arithmetic happens between maps.
 
 Nodes are assigned level by level (dependency depth), so every tile only needs tiles before
 it. A level too costly for one map is split into chunks; `n_tiles` forces a split.
+
+A multi-step netlist is tiled the same way, and each map keeps its own state: a spiking
+membrane stays in its neuron's map, prev(h) is a prev node of the map that computes h
+(read there from h's light, as in one map), and a fed-back input whose node is in the same
+map is fed back there. What a map needs from another one crosses by name every step: this
+step's values from earlier tiles, and, from any tile, the previous step's values of the
+prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Identity, Input, Netlist, Node, Product
+from dsl.ir import Identity, Input, Netlist, Node, Prev, Product
 from dsl.ranges import analyse
 from dsl.reference import levels
 
@@ -54,10 +61,6 @@ def _cost(net: Netlist, nid: int, fanout: dict[int, int]) -> tuple[int, int]:
 def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int = MAX_DOLLS,
                max_lines: int = MAX_LINES) -> list[Tile]:
     """Split `net` into tiles in dependency order (one tile when it fits)."""
-    if net.steps != 1:
-        raise VoodooError(f"{net.source}: only one-step netlists can be tiled\n    hint: "
-                          "tiles hand values from map to map, but spiking membranes persist "
-                          "across steps inside one map; compile it without --tiles")
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
@@ -138,13 +141,20 @@ def _forced_split(lv, cost, n_tiles: int, net: Netlist) -> list[list[int]]:
 
 def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) -> Tile:
     mine = set(ids)
-    later = set(i for g in groups[k + 1:] for i in g)
     need = []
     for i in sorted(mine):
         for s in net.nodes[i].sources():
             if s not in mine and s not in need:
                 need.append(s)
-    need.sort()
+    # A prev node of a node of this map is kept here (its state stays in the map); any
+    # other value from outside becomes an input.
+    local = set()
+    for s in need:
+        chain = _prev_chain(net, s)
+        if chain and net.nodes[chain[-1]].gate.src in mine:
+            local.update(chain)
+    local_prev = sorted(local)
+    need = sorted(s for s in need if s not in local)
     nodes: list[Node] = []
     remap: dict[int, int] = {}
     for s in need:
@@ -152,24 +162,56 @@ def _make_tile(net: Netlist, k: int, ids: list[int], groups: list[list[int]]) ->
         r = net.value_range[s]
         remap[s] = len(nodes)
         nodes.append(Node(len(nodes), src.name, src.group, src.index, Input(r.lo, r.hi), src.pos))
-    for i in sorted(mine):
+    for i in local_prev + sorted(mine):
         n = net.nodes[i]
         remap[i] = len(nodes)
-        gate = n.gate
-        nodes.append(Node(len(nodes), n.name, n.group, n.index, gate, n.pos,
+        nodes.append(Node(len(nodes), n.name, n.group, n.index, n.gate, n.pos,
                           {remap[s]: w for s, w in n.weights.items()}, n.bias))
-    outs = [i for i in sorted(mine)
-            if i in net.outputs or any(i in net.nodes[j].sources() for j in later)]
+    for i in local_prev:
+        g = net.nodes[i].gate
+        nodes[remap[i]].gate = Prev(remap[g.src], g.init)
+    crossing = _read_elsewhere(net, mine, groups)
+    outs = [i for i in sorted(mine) if i in net.outputs or i in crossing]
     # Keep the network's own output order for its outputs.
     outs.sort(key=lambda i: (net.outputs.index(i) if i in net.outputs else -1, i))
     groups_: dict[str, list[int]] = {}
     for n in nodes:
         groups_.setdefault(n.group, []).append(n.id)
+    feedback = {remap[x]: remap[y] for x, y in net.feedback.items() if x in remap and y in mine}
     sub = Netlist(f"{net.name}_t{k + 1}", nodes, groups_, [remap[s] for s in need],
-                  [remap[o] for o in outs], 1, net.source)
+                  [remap[o] for o in outs], net.steps, net.source, open=net.open,
+                  feedback=feedback, done=remap.get(net.done) if net.done in mine else None)
     analyse(sub)
     return Tile(k, sub, [net.nodes[s].name for s in need], [net.nodes[o].name for o in outs],
                 [net.nodes[i].name for i in sorted(mine)])
+
+
+def _prev_chain(net: Netlist, s: int) -> list[int]:
+    """prev(prev(...h)): the prev nodes from s down to the one that reads h."""
+    chain = []
+    while net.nodes[s].is_prev:
+        chain.append(s)
+        s = net.nodes[s].gate.src
+    return chain
+
+
+def _read_elsewhere(net: Netlist, mine: set, groups: list[list[int]]) -> set[int]:
+    """The values this map computes that cross to another one: read by a later tile in the
+    same step, or by any other tile at the next step (through a prev node of theirs, or an
+    input fed back from it)."""
+    read = set()
+    for g in groups:
+        for j in g:
+            if j in mine:
+                continue
+            for s in net.nodes[j].sources():
+                read.add(s)
+                chain = _prev_chain(net, s)
+                if chain:
+                    read.add(net.nodes[chain[-1]].gate.src)
+                if s in net.feedback:
+                    read.add(net.feedback[s])
+    return read & mine
 
 
 def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
@@ -188,3 +230,40 @@ def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal"):
 
     return [compile_netlist(t.net, title=f"{title} ({k + 1}/{len(tiles)})",
                             map_name=f"MAP{k + 1:02d}", acc=acc) for k, t in enumerate(tiles)]
+
+
+def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: list[set]):
+    """One run of a multi-step netlist through its tiles, step by step: `run_tile(k,
+    inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its own state).
+    Each step's inputs are the run's row (None: fed back), this step's values of earlier
+    tiles, and the previous step's values of the prev nodes and fed-back inputs a map does
+    not keep itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values
+    are only looked up by name and passed on. Returns every step's values by name, up to
+    the step at which the done node is 1."""
+    names = {n.id: n.name for n in net.nodes}
+    prevs = {n.name: n.gate for n in net.nodes if n.is_prev}
+    fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
+    ranges = {names[i]: net.nodes[i].gate for i in net.inputs}
+    before: dict | None = None
+    steps = []
+    for t, row in enumerate(seq):
+        fed = any(v is None for v in row)
+        values = {names[i]: v for i, v in zip(net.inputs, row)}
+        for x, v in list(values.items()):
+            if v is None and before is not None and fed_from[x] in before:
+                values[x] = before[fed_from[x]]
+        for name, g in prevs.items():  # None where only the map that keeps it knows it
+            values[name] = g.init if before is None else before.get(names[g.src])
+        for k, tile in enumerate(tiles):
+            ins = []
+            for name in tile.inputs:
+                if values.get(name) is None and name in fed_here[k]:
+                    ins.append(ranges[name].lo)  # fed back inside the map: not used
+                else:
+                    ins.append(values[name])
+            values.update(zip(tile.outputs, run_tile(k, ins, t, fed and bool(fed_here[k]))))
+        steps.append(values)
+        before = values
+        if net.done is not None and values.get(names[net.done]) == 1:
+            break
+    return steps

@@ -10,7 +10,11 @@ Owns turning a `Machine` (modding/machine.py) back into a netlist and its .dnet 
   vector must be one function; it is written as `step`, `relu` or `lut` (whichever states it);
 - weights: the amount a door's line adds to a consumer's light (through a group tag to every
   light carrying it) divided by the door's step; it must be the same at every door;
-- biases: the reset of the accumulator minus what the sources add at their base values.
+- biases: the reset of the accumulator minus what the sources add at their base values;
+- state across steps: a lane whose doors the bus copies from a light before the step's
+  resets is prev(x) of the node that light belongs to (written `prev(x)`, with the init
+  script 3 sets the light to), a fed-back input's lane names its node (`feedback`), and the
+  manifest says whether a run is open and which output is `done`.
 
 What comes out is the netlist after the compiler's own lowering (docs/modding.md): products
 appear as their two quarter-square lookup tables and an identity, identity neurons take
@@ -30,7 +34,7 @@ from .machine import Machine
 _ELEMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\[(\d+)\]$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEYWORDS = {"network", "steps", "input", "neuron", "lines", "bias", "output", "dense",
-             "sparse", "diag", "all"}
+             "sparse", "diag", "all", "prev", "init", "feedback", "done", "table"}
 
 
 class ExtractError(VoodooError):
@@ -43,12 +47,15 @@ class XNode:
     acc: int | None = None
     value: int | None = None
     membrane: int | None = None
-    kind: str = ""                     # input, gated, identity, spike
+    kind: str = ""                     # input, gated, identity, spike, prev
     base: int = 0
     doors: list[tuple[int, int]] = field(default_factory=list)   # (threshold, delta)
     weights: dict[str, int] = field(default_factory=dict)        # source name -> weight
     bias: int = 0
     spike: dict = field(default_factory=dict)
+    prev_of: str | None = None         # a prev node: the node whose value it is, one step late
+    init: int = 0
+    fed_from: str | None = None        # a fed-back input: the node fed back into it
 
     @property
     def first_tag(self) -> int:
@@ -77,6 +84,7 @@ def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
         n.kind = ("spike" if n.membrane is not None else "gated" if n.acc is not None and
                   n.value is not None else "identity" if n.acc is not None else "input")
     lanes = _lane_roles(m, owner, problems)
+    _recurrence(m, nodes, lanes, owner, problems)
     for n in nodes.values():
         _staircase(m, n, lanes, problems)
     for n in nodes.values():
@@ -110,11 +118,11 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
         if lane.source[0] == "none":
             out.setdefault("clock", []).append(lane)
             continue
-        if lane.source[0] == "input":
+        if lane.source[0] in ("input", "state"):
             v = lane.doors[0].lines[0][0] if lane.doors[0].lines else None
             n = owner.get(v)
             if n is None:
-                problems.append(f"the input lane of doll {lane.tid} adds to no light")
+                problems.append(f"the {lane.source[0]} lane of doll {lane.tid} adds to no light")
                 continue
             out.setdefault(n.name, {})["gate"] = lane
             continue
@@ -131,6 +139,28 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
         else:
             out.setdefault(n.name, {})["gate"] = lane
     return out
+
+
+def _recurrence(m: Machine, nodes: dict, lanes, owner, problems) -> None:
+    """Prev nodes (lanes copied from a light at the start of a step) and fed-back inputs."""
+    for n in list(nodes.values()):
+        lane = lanes.get(n.name, {}).get("gate")
+        if lane is None:
+            continue
+        if lane.source[0] == "state":
+            src = owner.get(lane.source[1])
+            if src is None or lane.source[1] not in (src.value, src.acc):
+                problems.append(f"the doors of {n.name} are copied from light "
+                                f"{lane.source[1]}, which holds no node's value")
+                continue
+            n.kind, n.prev_of, n.init = "prev", src.name, m.inits.get(lane.source[1], 0)
+        if lane.feedback is not None:
+            src = owner.get(lane.feedback)
+            if src is None:
+                problems.append(f"input {n.name} is fed back from light {lane.feedback}, "
+                                "which holds no node's value")
+                continue
+            n.fed_from = src.name
 
 
 def _staircase(m: Machine, n: XNode, lanes, problems) -> None:
@@ -205,7 +235,7 @@ def _weights(m: Machine, n: XNode, lanes, owner, problems) -> None:
 
 
 def _bias(m: Machine, n: XNode, lanes, nodes) -> None:
-    if n.kind == "input":
+    if n.kind in ("input", "prev"):
         return
     tag = n.membrane if n.kind == "spike" else n.acc
     if n.kind == "spike":
@@ -282,7 +312,8 @@ def merged_doors(elements: list[XNode]) -> tuple[list[tuple[int, int]], int] | N
 
 
 def to_dnet(nodes: list[XNode], outputs: list[str], name: str, steps: int, source: str,
-            vectors: bool = True, plain: bool = False) -> tuple[str, dict[str, str]]:
+            vectors: bool = True, plain: bool = False, open_: bool = False,
+            done: str | None = None) -> tuple[str, dict[str, str]]:
     """The .dnet text of extracted nodes. With `vectors`, elements h[0..n-1] that follow one
     gate are written as the vector h; otherwise every node is a scalar. Returns the text
     and each node's name in it."""
@@ -293,12 +324,14 @@ def to_dnet(nodes: list[XNode], outputs: list[str], name: str, steps: int, sourc
            "# (after the compiler's lowering: products as quarter-square luts, identities",
            "#  folded into their consumers, gates as their staircases; docs/modding.md)",
            f"network {dnet_name(name, set())}"]
-    if steps > 1:
+    if open_:
+        out.append("steps open")
+    elif steps > 1:
         out.append(f"steps {steps}")
     out.append("")
-    done = set()
+    seen = set()
     for n in nodes:
-        if n.name in done:
+        if n.name in seen:
             continue
         g = groups.get(n.name)
         if g is not None:
@@ -306,16 +339,29 @@ def to_dnet(nodes: list[XNode], outputs: list[str], name: str, steps: int, sourc
             vname = dnet_name(gname, taken)
             for i, e in enumerate(elems):
                 ref[e.name] = f"{vname}[{i}]"
-                done.add(e.name)
+                seen.add(e.name)
             out.append(_decl(elems[0], f"{vname}[{len(elems)}]", gate))
             continue
+        if n.kind == "prev":
+            continue  # written prev(x) where it is read, once x has its name
         ref[n.name] = dnet_name(n.name, taken)
         out.append(_decl(n, ref[n.name], gate_text(n.doors, n.base, plain)
                          if n.kind == "gated" else None))
+    by_name = {n.name: n for n in nodes}
+    for n in nodes:  # prev(prev(x)) after prev(x): follow the chain to a named node
+        chain = [n]
+        while chain[-1].kind == "prev" and chain[-1].name not in ref:
+            chain.append(by_name[chain[-1].prev_of])
+        for p in reversed(chain[:-1]):
+            ref[p.name] = f"prev({ref[p.prev_of]})"
     out.append("")
     out += _lines_text(nodes, ref)
+    out += [f"init {ref[n.prev_of]} = {n.init}" for n in nodes if n.kind == "prev" and n.init]
+    out += [f"feedback {ref[n.name]} = {ref[n.fed_from]}" for n in nodes if n.fed_from]
     out.append("")
     out.append("output " + ", ".join(ref[o] for o in outputs))
+    if done is not None:
+        out.append(f"done {ref[done]}")
     return "\n".join(out) + "\n", ref
 
 
@@ -412,7 +458,7 @@ def _groups(nodes: list[XNode]) -> dict[str, tuple]:
 class Extracted:
     text: str                  # the .dnet
     machine: Machine           # what the map builds
-    names: dict[str, str]      # map name -> name in the .dnet
+    names: dict[str, str]      # map name -> name in the .dnet's netlist (prev(h): h.prev)
     vectors: bool              # written with vectors (False: every node a scalar)
     same_machine: bool = True  # compiled again it builds this very machine (else: the same
                                # gates over tighter ranges, so fewer doors)
@@ -446,14 +492,15 @@ def machine_netlist(m: Machine, name: str, where: str) -> Extracted:
                            + "\n  ".join(problems[:20]))
     outs = output_names(m, nodes)
     last = ""
+    done = None if m.done is None else outs[m.done]
     for vectors, plain in ((True, False), (False, False), (False, True)):
-        text, ref = to_dnet(nodes, outs, name, m.steps, where, vectors, plain)
+        text, ref = to_dnet(nodes, outs, name, m.steps, where, vectors, plain, m.open, done)
         diff = rebuild_difference(text, ref, m, where)
         if diff is None:
-            return Extracted(text, m, ref, vectors)
-        if not any(n.kind == "spike" for n in nodes) and \
+            return Extracted(text, m, _net_names(ref), vectors)
+        if not any(n.kind in ("spike", "prev") for n in nodes) and \
                 gate_difference(text, ref, nodes, where) is None:
-            return Extracted(text, m, ref, vectors, same_machine=False)
+            return Extracted(text, m, _net_names(ref), vectors, same_machine=False)
         last = diff
     raise ExtractError(f"{where}: the extracted netlist does not rebuild the map's machine: "
                        f"{last}\n    hint: this map's machine has no netlist form (report it)")
@@ -470,6 +517,7 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         net = parse(text, f"{where}.dnet")
     except VoodooError as e:
         return f"it is not a valid netlist: {str(e).splitlines()[0]}"
+    ref = _net_names(ref)
     back = {v: k for k, v in ref.items()}
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
@@ -486,6 +534,21 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         if again.same_as(m):
             return None
     return first_difference(m, again)
+
+
+def _net_names(ref: dict[str, str]) -> dict[str, str]:
+    return {k: net_name(v) for k, v in ref.items()}
+
+
+def net_name(ref: str) -> str:
+    """The netlist's name for a reference of the .dnet text: prev(h[1]) is h.prev[1]."""
+    if not (ref.startswith("prev(") and ref.endswith(")")):
+        return ref
+    inner = net_name(ref[5:-1])
+    if inner.endswith("]"):
+        base, idx = inner[:-1].split("[")
+        return f"{base}.prev[{idx}]"
+    return inner + ".prev"
 
 
 def gate_difference(text: str, ref: dict[str, str], nodes: list[XNode],

@@ -14,7 +14,11 @@ they change), and the outputs ACS reads. `from_circuit` reads it from `mapgen.ci
   threshold = floor + DOLL_HEIGHT; a door's lines are the special lines floating in the
   sectors after it (front and back side in one sector), in x order;
 - phases, input slots and resets come from the bus ops of scripts 2 and 3
-  (modding/behavior.py); outputs from the USER globals script 2 writes last.
+  (modding/behavior.py); outputs from the USER globals script 2 writes last;
+- state across steps: a door copy script 2 makes before it resets the lights is a prev
+  lane (source ("state", light)); script 6's such copies onto an input lane feed that input
+  back; what script 3 sets a light that script 2 also resets is an init (a light only
+  script 3 sets is a membrane).
 
 Two machines are equal when every one of those fields is: that is what "the map computes
 the same network" means here (docs/modding.md).
@@ -25,7 +29,8 @@ import re
 from dataclasses import dataclass, field
 
 from mapgen import physics as P
-from mapgen.program import SCRIPT_BEGIN, SCRIPT_INFER, SCRIPT_INPUT_BASE, SCRIPT_READ_BASE
+from mapgen.program import (SCRIPT_BEGIN, SCRIPT_FED, SCRIPT_INFER, SCRIPT_INPUT_BASE,
+                            SCRIPT_READ_BASE)
 
 from .behavior import read_scripts
 from .textmap import MapError, TextMap
@@ -80,7 +85,7 @@ class Segment:
 class MLane:
     tid: int
     phase: int
-    source: tuple              # ("input", k), ("light", tag), ("none",)
+    source: tuple              # ("input", k), ("light", tag), ("state", tag), ("none",)
     door_tag: int
     doors: list[MDoor]
     prelude: tuple = ()        # (tag, amount) lines before the first door
@@ -88,10 +93,12 @@ class MLane:
     segments: list[Segment] = field(default_factory=list)
     lines: list[tuple] = field(default_factory=list)   # (map line, x, special, a0, a1)
     y: tuple = (0.0, 0.0)
+    feedback: int | None = None  # an input fed back: the light its doors get on fed steps
 
     def key(self):
         return (self.tid, self.phase, self.source, self.door_tag,
-                tuple(d.key() for d in self.doors), self.prelude, self.prelude_sets)
+                tuple(d.key() for d in self.doors), self.prelude, self.prelude_sets,
+                self.feedback)
 
 
 @dataclass
@@ -107,11 +114,16 @@ class Machine:
     writes: list[tuple[int, int]] = field(default_factory=list)   # (tic, door tag)
     speeds: dict[int, int] = field(default_factory=dict)          # door tag -> mover speed
     parks: dict[int, tuple] = field(default_factory=dict)         # tid -> (x, y, z) start
+    # State across steps: a run of any length; light -> the init script 3 sets it to
+    # (what prev lanes reading it copy at the first step); the done output's index.
+    open: bool = False
+    inits: dict[int, int] = field(default_factory=dict)
+    done: int | None = None
 
     def key(self):
         return (sorted(l.key() for l in self.lights.values()), [l.key() for l in self.lanes],
                 sorted((g, tuple(sorted(m))) for g, m in self.groups.items()), self.outputs,
-                self.n_inputs)
+                self.n_inputs, self.open, sorted(self.inits.items()), self.done)
 
     def same_as(self, other: "Machine") -> bool:
         return self.key() == other.key()
@@ -119,7 +131,8 @@ class Machine:
 
 # ------------------------------------------------------------------------------- from a Circuit
 def from_circuit(circuit, steps: int = 1) -> Machine:
-    names = {n.id: n.name for n in circuit.net.nodes}
+    net = circuit.net
+    names = {n.id: n.name for n in net.nodes}
     lights = {l.tag: MLight(l.tag, names[l.node], l.role, l.reset, tuple(l.groups),
                             l.persistent) for l in circuit.lights}
     lanes = []
@@ -129,10 +142,13 @@ def from_circuit(circuit, steps: int = 1) -> Machine:
                            tuple(lane.source) if lane.doors else ("none",),
                            lane.door_tag if lane.doors else 0, doors,
                            tuple((t, a) for t, a in lane.prelude if a),
-                           tuple(lane.prelude_sets)))
+                           tuple(lane.prelude_sets), feedback=lane.feedback))
     groups = {g: tuple(m) for g, m in circuit.groups.items()}
-    outputs = [circuit.value_light[o] for o in circuit.net.outputs]
-    return Machine(lights, lanes, groups, outputs, len(circuit.net.inputs), steps)
+    outputs = [circuit.value_light[o] for o in net.outputs]
+    inits = {lane.source[1]: net.nodes[lane.node].gate.init for lane in circuit.lanes
+             if lane.source[0] == "state"}
+    return Machine(lights, lanes, groups, outputs, len(net.inputs), steps, open=net.open,
+                   inits=inits, done=None if net.done is None else net.outputs.index(net.done))
 
 
 # --------------------------------------------------------------------------------- from a map
@@ -166,9 +182,11 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
         by_name = {l.name: t for t, l in lights.items() if l.role in ("value", "acc")}
         outputs = [by_name.get(n, -1) for n in info.get("all_outputs", [])]
     steps = int(info.get("steps", 1)) if info else 1
+    done = info.get("done") if info else None
     m = Machine(lights, lanes, {g: tuple(v) for g, v in groups.items()}, outputs,
                 bus["n_inputs"], steps, bus["phase_tics"], bus["writes"], bus["speeds"],
-                bus["parks"])
+                bus["parks"], open=bool(info and info.get("open")), inits=bus["inits"],
+                done=done if isinstance(done, int) else None)
     return m
 
 
@@ -190,7 +208,7 @@ def _read_bus(scripts) -> dict:
     """Resets, input slots, phases (door writes and releases), outputs, from the scripts."""
     out = {"reset": {}, "persistent": {}, "slot_of_array": {}, "n_inputs": 0, "source": {},
            "phase_of_tid": {}, "phase_tics": [], "writes": [], "outputs": [], "speeds": {},
-           "parks": {}}
+           "parks": {}, "inits": {}, "feedback": {}}
     for s in scripts.values():
         if s.type == 1:  # OPEN: every doll parked on its pad
             for op in s.ops:
@@ -203,17 +221,38 @@ def _read_bus(scripts) -> dict:
             if op.kind == "assign" and op.args[0][0] == "array" and op.args[1][0] == "arg":
                 out["slot_of_array"][op.args[0][2]] = P.PUKE_ARGS * k + op.args[1][1]
         out["n_inputs"] += s.argc
-    _resets(scripts.get(SCRIPT_BEGIN), out["persistent"])
+    begin: dict = {}
+    _resets(scripts.get(SCRIPT_BEGIN), begin)
     _resets(scripts[SCRIPT_INFER], out["reset"])
+    # Script 3 starts a sequence: a membrane (no step resets it) or an init (a light that
+    # prev lanes copy at the first step, reset by every step after that copy).
+    for tag, v in begin.items():
+        out["inits" if tag in out["reset"] else "persistent"][tag] = v
     _phases(scripts[SCRIPT_INFER], out)
+    if SCRIPT_FED in scripts:
+        for tag, light in _carries(scripts[SCRIPT_FED]).items():
+            if out["source"].get(tag, ("",))[0] == "input":
+                out["feedback"][tag] = light
     out["phase_tics"] = [tuple(p) for p in out["phase_tics"]]
+    return out
+
+
+def _carries(script) -> dict[int, int]:
+    """Door tag -> light, for the door copies a script makes before it resets any light."""
+    out = {}
+    for op in script.ops:
+        if op.kind == "special" and op.name == "Light_ChangeToValue":
+            break
+        if op.kind == "special" and op.name == "Ceiling_MoveToValue" and op.args[2][0] == "light":
+            out[_val(op.args[0])] = op.args[2][1]
     return out
 
 
 def _phases(script, out: dict) -> None:
     """Script 2, phase by phase: door writes, the copy delay, doll releases, the run delay;
-    then the outputs it copies to USER globals."""
+    then the outputs it copies to USER globals. Copies before the resets are prev lanes'."""
     phase, tic, last = -1, 1, "reset"
+    carried = _carries(script)
     for op in script.ops:
         if op.kind == "special" and op.name == "Ceiling_MoveToValue" or \
                 op.kind == "call" and op.name == "SetActorVelocity" and _val(op.args[1]):
@@ -226,7 +265,8 @@ def _phases(script, out: dict) -> None:
                 tag, src = _val(op.args[0]), op.args[2]
                 out["speeds"][tag] = _val(op.args[1])
                 out["source"][tag] = (("input", out["slot_of_array"].get(src[2], -1))
-                                      if src[0] == "array" else ("light", src[1]))
+                                      if src[0] == "array" else
+                                      ("state", src[1]) if tag in carried else ("light", src[1]))
                 out["writes"].append((tic, tag))
                 last = "write"
             else:
@@ -259,7 +299,7 @@ def _resets(script, into: dict) -> None:
 
 
 def _lights(tm: TextMap, bus) -> dict[int, MLight]:
-    resets = {**bus["reset"], **bus["persistent"]}
+    resets = {**bus["reset"], **bus["persistent"]}  # (inits are reset by script 2 too)
     lights = {}
     # A light's own sector carries its comment; a sector someone else's map lets a light
     # drive (an embedded circuit's light output) shares the tag but not the comment.
@@ -372,4 +412,5 @@ def _lane(tm, tid, bus, chain, boxes, floating) -> MLane:
     source = bus["source"].get(door_tag, ("none",)) if door_tag else ("none",)
     box = boxes[chain[0]]
     return MLane(tid, bus["phase_of_tid"][tid], source, door_tag, doors, tuple(prelude),
-                 tuple(prelude_sets), segs, lines_all, (box[1], box[3]))
+                 tuple(prelude_sets), segs, lines_all, (box[1], box[3]),
+                 bus["feedback"].get(door_tag))

@@ -417,8 +417,11 @@ def _engine_run(rep: Report, path: str, map_name: str, info: dict | None, net, r
     rows = [[lo for lo, _ in r], [hi for _, hi in r]]
     rows += [[int(rng.integers(lo, hi + 1)) for lo, hi in r] for _ in range(max(0, runs - 2))]
     with MapRunner(path, info, map_name) as runner:
-        if net.steps > 1:
-            seq = (rows * net.steps)[:net.steps]
+        if net.multi_step:  # one run: its fixed steps, or --runs steps of an open netlist
+            from dsl.sequence import plan_steps, random_sequence
+
+            n = runs if net.open else net.steps
+            seq = plan_steps(net, random_sequence(net, n, seed)[:n], n)
             results = compare_sequence(runner, net, net, seq)
         else:
             results = [compare(runner, net, net, x) for x in rows]

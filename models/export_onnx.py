@@ -8,11 +8,17 @@ for the accumulators, then per gate `Mod`/`Sub`/`Div` (floor division: `a - (a m
 an exact multiple of s, and ONNX `Mod` with fmod=0 takes the divisor's sign, so negative
 accumulators floor as in dsl/reference.py), `Max`/`Min` clamps, `GreaterOrEqual` + `Cast`
 for steps, `Gather` over one flat table for luts, `Gather` + `Mul` for products, and
-`Where` for spiking membranes. Input `x` is (batch, n_inputs) for a one-step netlist and
-(batch, steps, n_inputs) otherwise; output `y` is (batch, n_outputs) or
-(batch, steps, n_outputs), the reference's `last_outputs()` / `outputs`.
+`Where` for spiking membranes; a prev node `Gather`s its node's column of the previous
+step's values. Input `x` is (batch, n_inputs) for a one-step netlist and (batch, steps,
+n_inputs) otherwise (an open netlist is unrolled over the steps asked for); a netlist with
+fed-back inputs also takes `fed` (batch, steps), 1 where a step's fed-back inputs take
+their nodes' previous values instead of x (the reference's None); output `y` is
+(batch, n_outputs) or (batch, steps, n_outputs), the reference's `last_outputs()` /
+`outputs` (a done node is one of them: a run ends after its first 1).
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -66,6 +72,11 @@ def _group(g: _Graph, grp: Group, V: str, tag: str, state: dict[str, str],
            table: str | None) -> str:
     """The ONNX nodes of one group reading V; returns the (batch, len(ids)) values."""
     p = grp.params
+    if grp.kind == "prev":
+        if "V" in state:  # the previous step's values
+            return g.op("Gather", [state["V"], g.const(f"{tag}_src", p["src"])], f"{tag}_y",
+                        axis=1)
+        return _batch_rows(g, _row(g, f"{tag}_init", p["init"]), len(grp.ids), tag)
     if grp.kind == "product":
         a = g.op("Gather", [V, g.const(f"{tag}_a", p["a"])], f"{tag}_va", axis=1)
         b = g.op("Gather", [V, g.const(f"{tag}_b", p["b"])], f"{tag}_vb", axis=1)
@@ -96,6 +107,29 @@ def _group(g: _Graph, grp: Group, V: str, tag: str, state: dict[str, str],
     raise TypeError(grp.kind)
 
 
+def _batch_rows(g: _Graph, row: str, n: int, tag: str) -> str:
+    """A (1, n) row repeated for every sample: (batch, n)."""
+    batch = g.op("Slice", [g.op("Shape", ["x"], f"{tag}_shape"), g.const(f"{tag}_0", [0]),
+                           g.const(f"{tag}_1", [1])], f"{tag}_batch")
+    shape = g.op("Concat", [batch, g.const(f"{tag}_n", [n])], f"{tag}_bshape", axis=0)
+    return g.op("Expand", [row, shape], f"{tag}_rows")
+
+
+def _fed_inputs(g: _Graph, pl: Plan, X: str, t: int, state: dict[str, str]) -> str:
+    """Step t's inputs where the fed flag is 1: the fed-back ones from the previous step."""
+    if not pl.feedback or "V" not in state:
+        return X
+    src = list(range(pl.n_inputs))
+    mask = [0] * pl.n_inputs
+    for k, col in pl.feedback:
+        src[k], mask[k] = col, 1
+    back = g.op("Gather", [state["V"], g.const(f"t{t}_fbsrc", src)], f"t{t}_back", axis=1)
+    flag = g.op("Gather", ["fed", g.const(f"t{t}_fedt", [t])], f"t{t}_fed", axis=1)
+    on = g.op("Cast", [g.op("Mul", [flag, _row(g, f"t{t}_fbmask", mask)], f"t{t}_fbm")],
+              f"t{t}_fbb", to=g.onnx.TensorProto.BOOL)
+    return g.op("Where", [on, back, X], f"t{t}_xin")
+
+
 def _spike(g: _Graph, grp: Group, acc: str, tag: str, state: dict[str, str]) -> str:
     """Integrate, fire, reset, leak; the membrane goes on in `state` to the next step."""
     p, key = grp.params, f"{grp.ids[0]}"
@@ -115,23 +149,27 @@ def _spike(g: _Graph, grp: Group, acc: str, tag: str, state: dict[str, str]) -> 
 
 
 def _step(g: _Graph, pl: Plan, X: str, t: int, state: dict[str, str], table) -> str:
-    """One time step: inputs (batch, n_inputs) to outputs (batch, n_outputs)."""
-    V = X
+    """One time step: inputs (batch, n_inputs) to outputs (batch, n_outputs); `state`
+    carries membranes and the step's values (V) to the next."""
+    V = _fed_inputs(g, pl, X, t, state)
     for k, level in enumerate(pl.levels):
         parts = [_group(g, grp, V, f"t{t}_l{k + 1}_{grp.kind}", state, table) for grp in level]
         V = g.op("Concat", [V] + parts, f"t{t}_V{k + 1}", axis=1)
+    state["V"] = V
     return g.op("Gather", [V, g.const(f"t{t}_outcols", pl.out_cols)], f"t{t}_out", axis=1)
 
 
-def to_onnx(net):
-    """An onnx.ModelProto computing `net`'s outputs exactly (int64), checked by onnx."""
+def to_onnx(net, steps: int | None = None):
+    """An onnx.ModelProto computing `net`'s outputs exactly (int64), checked by onnx; a
+    multi-step netlist unrolled over `steps` (default its fixed steps)."""
     onnx = _onnx()
-    pl, flat = plan(net)
+    pl, flat = plan(net, steps)
     g = _Graph(onnx)
     table = g.const("lut_tables", flat) if flat else None
     helper, INT64 = onnx.helper, onnx.TensorProto.INT64
     n_out = len(pl.out_cols)
-    if pl.steps == 1:
+    inputs = []
+    if not net.multi_step:
         x = helper.make_tensor_value_info("x", INT64, ["batch", pl.n_inputs])
         y_info = helper.make_tensor_value_info("y", INT64, ["batch", n_out])
         g.nodes.append(helper.make_node("Identity", [_step(g, pl, "x", 0, {}, table)], ["y"]))
@@ -144,14 +182,18 @@ def to_onnx(net):
             xt = g.op("Gather", ["x", g.const(f"t{t}", t)], f"x_t{t}", axis=1)
             ys.append(g.op("Unsqueeze", [_step(g, pl, xt, t, state, table), axis1], f"y_t{t}"))
         g.nodes.append(helper.make_node("Concat", ys, ["y"], axis=1))
-    graph = helper.make_graph(g.nodes, pl.name, [x], [y_info], g.inits,
+        if pl.feedback:
+            inputs.append(helper.make_tensor_value_info("fed", INT64, ["batch", pl.steps]))
+    graph = helper.make_graph(g.nodes, pl.name, [x] + inputs, [y_info], g.inits,
                               doc_string=f"VoodooNet netlist {pl.name}: exact int64 outputs")
     model = helper.make_model(graph, producer_name="voodoonet",
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8  # readable by onnxruntime releases back to 1.10
+    # ONNX has no integer ranges; the importer (models/onnx_import.py) reads them back here.
+    helper.set_model_props(model, {"voodoonet.input_ranges": json.dumps(net.input_ranges())})
     onnx.checker.check_model(model, full_check=True)
     return model
 
 
-def onnx_bytes(net) -> bytes:
-    return to_onnx(net).SerializeToString()
+def onnx_bytes(net, steps: int | None = None) -> bytes:
+    return to_onnx(net, steps).SerializeToString()

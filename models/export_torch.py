@@ -8,7 +8,9 @@ inputs shaped like the reference's ((batch, n_inputs) for one step, (batch, step
 n_inputs) otherwise) and returns the outputs as int64, equal to dsl/reference.py. It
 follows `models/netplan.py`: one `v @ W.T + b` per group, `torch.div(...,
 rounding_mode="floor")` for requantisation, clamps with `torch.minimum`/`torch.maximum`,
-luts as indexing into one flat table, membranes carried across the unrolled steps.
+luts as indexing into one flat table, membranes and prev values carried across the unrolled
+steps; `forward(x, fed)` takes the fed flags (batch, steps) of a netlist with fed-back
+inputs (1: those inputs take their nodes' previous values instead of x).
 Weights are written as literals, so the file needs nothing but torch.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ def _t(values):
 
 class Net(torch.nn.Module):
     steps = {steps}
+    multi_step = {multi}
     n_inputs = {n_in}
     n_outputs = {n_out}
 
@@ -40,6 +43,12 @@ class Net(torch.nn.Module):
 
 def _buffers(pl: Plan, flat: list[int]) -> list[str]:
     lines = [f"        self.register_buffer('out_cols', _t({pl.out_cols!r}))"]
+    if pl.feedback:
+        src, mask = list(range(pl.n_inputs)), [0] * pl.n_inputs
+        for k, col in pl.feedback:
+            src[k], mask[k] = col, 1
+        lines += [f"        self.register_buffer('fb_src', _t({src!r}))",
+                  f"        self.register_buffer('fb_mask', _t({mask!r}).bool())"]
     if flat:
         lines.append(f"        self.register_buffer('table', _t({flat!r}))")
     for k, level in enumerate(pl.levels):
@@ -57,6 +66,9 @@ def _buffers(pl: Plan, flat: list[int]) -> list[str]:
 def _group_lines(grp: Group, tag: str) -> list[str]:
     """Statements computing `y` for one group from `v` (8-space indented)."""
     s = f"self.{tag}_"
+    if grp.kind == "prev":
+        return [f"y = state['V'][:, {s}src] if 'V' in state else "
+                f"{s}init.expand(v.shape[0], -1)"]
     if grp.kind == "product":
         return [f"y = v[:, {s}a] * v[:, {s}b]"]
     out = [f"a = v @ {s}W.T + {s}b"]
@@ -83,9 +95,13 @@ def _group_lines(grp: Group, tag: str) -> list[str]:
 
 
 def _step_method(pl: Plan) -> list[str]:
-    lines = ["", "    def step(self, v, state):",
+    lines = ["", "    def step(self, v, state, fed=None):",
              '        """One time step: inputs (batch, n_inputs) -> outputs (batch, n_outputs);'
-             ' `state` holds spiking membranes."""']
+             ' `state` holds spiking membranes and the previous step\'s values."""']
+    if pl.feedback:
+        lines += ["        if fed is not None and 'V' in state:",
+                  "            on = fed.bool()[:, None] & self.fb_mask",
+                  "            v = torch.where(on, state['V'][:, self.fb_src], v)"]
     for k, level in enumerate(pl.levels):
         lines.append(f"        # level {k + 1}")
         parts = []
@@ -95,17 +111,20 @@ def _step_method(pl: Plan) -> list[str]:
             lines.append(f"        {tag} = y")
             parts.append(tag)
         lines.append(f"        v = torch.cat([v, {', '.join(parts)}], dim=1)")
+    lines.append("        state['V'] = v")
     lines.append("        return v[:, self.out_cols]")
     return lines
 
 
 FORWARD = '''
-    def forward(self, x):
+    def forward(self, x, fed=None):
         x = torch.as_tensor(x, dtype=torch.int64)
-        if self.steps == 1:
-            return self.step(x, {})
-        state = {}
-        return torch.stack([self.step(x[:, t, :], state) for t in range(self.steps)], dim=1)
+        if not self.multi_step:
+            return self.step(x, {{}})
+        state = {{}}
+        fed = None if fed is None else torch.as_tensor(fed, dtype=torch.int64)
+        return torch.stack([self.step(x[:, t, :], state, None if fed is None else fed[:, t])
+                            for t in range(self.steps)], dim=1)
 '''
 
 
@@ -114,14 +133,16 @@ def _plain(text: str) -> str:
     return "".join(c if c.isprintable() and c not in '"\\' else "?" for c in str(text))
 
 
-def torch_source(net) -> str:
-    """Python source of a standalone torch module computing `net` exactly."""
-    pl, flat = plan(net)
+def torch_source(net, steps: int | None = None) -> str:
+    """Python source of a standalone torch module computing `net` exactly (a multi-step
+    netlist unrolled over `steps`, default its fixed steps)."""
+    pl, flat = plan(net, steps)
     n_out = len(pl.out_cols)
-    one = pl.steps == 1
+    one = not net.multi_step
     head = HEADER.format(
-        name=pl.name, source=_plain(net.source), steps=pl.steps, n_in=pl.n_inputs,
+        name=pl.name, source=_plain(net.source), steps=pl.steps, multi=not one,
+        n_in=pl.n_inputs,
         n_out=n_out,
         in_shape=f"(batch, {pl.n_inputs})" if one else f"(batch, {pl.steps}, {pl.n_inputs})",
         out_shape=f"(batch, {n_out})" if one else f"(batch, {pl.steps}, {n_out})")
-    return head + "\n".join(_buffers(pl, flat) + _step_method(pl)) + "\n" + FORWARD
+    return head + "\n".join(_buffers(pl, flat) + _step_method(pl)) + "\n" + FORWARD.format()

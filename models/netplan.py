@@ -15,22 +15,25 @@ these groups into ONNX nodes or torch statements; the integer semantics (docs/dn
     product   y = V[:, ca] * V[:, cb]
     spike     u = v + a; y = u >= threshold; u = reset or u - threshold where fired;
               v = max(u - leak, 0)                  membranes carried across steps
+    prev      y = V_previous_step[:, src]           init at the first step
 
-Multi-step netlists (spiking) are unrolled over their steps; a netlist whose values do not
-fit int64, or whose unrolled graph would be too large, is refused with a VoodooError.
+Multi-step netlists are unrolled over their steps (an open netlist over the steps asked
+for); a fed-back input takes, where the step's `fed` flag is 1, the previous step's column
+of its node. A netlist whose values do not fit int64, or whose unrolled graph would be too
+large, is refused with a VoodooError.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Identity, Lut, Netlist, Product, Relu, Spike, Step
+from dsl.ir import Identity, Lut, Netlist, Prev, Product, Relu, Spike, Step
 from dsl.reference import levels
 
 INT64_MAX = 2**63 - 1
 # Unrolled steps times levels above this make a graph nobody wants to load.
 MAX_UNROLLED = 4096
-KINDS = (Identity, Relu, Step, Lut, Product, Spike)
+KINDS = (Prev, Identity, Relu, Step, Lut, Product, Spike)
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Plan:
     levels: list[list[Group]]
     out_cols: list[int]          # columns of V holding the outputs, in declared order
     n_cols: int
+    # Fed-back inputs: (input position, column of V the previous step's value is read from).
+    feedback: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _fits_int64(net: Netlist) -> str | None:
@@ -85,6 +90,8 @@ def _params(kind: str, nodes, col: dict[int, int], tables: list[int]) -> dict[st
         return {"lo": [g.lo for g in gates], "hi": [g.hi for g in gates], "offset": offset}
     if kind == "product":
         return {"a": [col[g.a] for g in gates], "b": [col[g.b] for g in gates]}
+    if kind == "prev":  # src columns are filled in once every column is known
+        return {"src": [g.src for g in gates], "init": [g.init for g in gates]}
     if kind == "spike":
         return {"threshold": [g.threshold for g in gates], "leak": [g.leak for g in gates],
                 "reset": [0 if g.reset is None else g.reset for g in gates],
@@ -93,17 +100,19 @@ def _params(kind: str, nodes, col: dict[int, int], tables: list[int]) -> dict[st
     return {}
 
 
-def plan(net: Netlist) -> tuple[Plan, list[int]]:
-    """The plan of `net` and the flat lookup table shared by all its luts."""
+def plan(net: Netlist, steps: int | None = None) -> tuple[Plan, list[int]]:
+    """The plan of `net` and the flat lookup table shared by all its luts; a multi-step
+    netlist is unrolled over `steps` (default: its fixed steps; an open one needs it)."""
     bad = _fits_int64(net)
     if bad is not None:
         raise VoodooError(f"{net.source}: node {bad} may reach values beyond 64-bit integers; "
                           "the exported graph computes in int64\n    hint: narrow the input "
                           "ranges or the weights (python build.py check --nodes shows ranges)")
+    steps = _steps(net, steps)
     lv = levels(net)
-    depth = sum(1 for ids in lv if not net.nodes[ids[0]].is_input)
-    if net.steps > 1 and net.steps * depth > MAX_UNROLLED:
-        raise VoodooError(f"{net.source}: {net.steps} steps x {depth} levels is too many to "
+    depth = sum(1 for ids in lv if not all(net.nodes[i].is_input for i in ids))
+    if steps > 1 and steps * depth > MAX_UNROLLED:
+        raise VoodooError(f"{net.source}: {steps} steps x {depth} levels is too many to "
                           f"unroll into one graph (limit {MAX_UNROLLED})\n    hint: export "
                           "fewer steps")
     col = {nid: k for k, nid in enumerate(net.inputs)}
@@ -132,5 +141,21 @@ def plan(net: Netlist) -> tuple[Plan, list[int]]:
             for nid in g.ids:
                 col[nid] = len(col)
         out.append(groups)
-    p = Plan(net.name, net.steps, len(net.inputs), out, [col[o] for o in net.outputs], len(col))
+    for grp in (g for level in out for g in level if g.kind == "prev"):
+        grp.params["src"] = [col[s] for s in grp.params["src"]]
+    p = Plan(net.name, steps, len(net.inputs), out, [col[o] for o in net.outputs], len(col),
+             [(k, col[net.feedback[i]]) for k, i in enumerate(net.inputs) if i in net.feedback])
     return p, tables
+
+
+def _steps(net: Netlist, steps: int | None) -> int:
+    if steps is None:
+        if net.open:
+            raise VoodooError(f"{net.source}: an open netlist runs any number of steps\n"
+                              "    hint: give the steps to unroll (export --steps N)")
+        return net.steps
+    if not 1 <= steps <= net.steps or (not net.multi_step and steps != 1):
+        raise VoodooError(f"{net.source}: cannot unroll {steps} steps (it runs "
+                          f"{'1..' + str(net.steps) if net.multi_step else '1'})\n    hint: "
+                          "give --steps within that")
+    return steps

@@ -154,3 +154,48 @@ def test_every_circuit_keeps_lines_clear_of_stop_points(path):
     gap = min(abs(lx - x) for g in lay.lanes for lx, *_ in g.lines
               for x, _ in checks.stop_points(g))
     assert gap >= P.STOP_CLEARANCE
+
+
+RNN = ("input x : 0..3\ninput n : 0..7\nfeedback n = h\n"
+       "neuron h : relu(s=1, max=7) = x + prev(h) - n + 2\ninit h = 5\noutput h\n")
+
+
+def _carry_problems(sched_edit):
+    import dataclasses
+
+    lay, sched = _layout(RNN)
+    assert not checks.check_carries(lay, sched)
+    sched.carries = sched_edit(sched.carries, dataclasses.replace)
+    return " | ".join(d.message for d in checks.check_carries(lay, sched))
+
+
+def test_carries_must_come_before_the_reset():
+    out = _carry_problems(lambda cs, rep: [rep(c, order=1) for c in cs])
+    assert "copied at tic 1 after the lights are reset" in out
+
+
+def test_each_prev_and_fed_lane_gets_exactly_one_carry():
+    assert "get 0 carried copies per step; they need 1" in _carry_problems(lambda cs, _: cs[1:])
+    assert "get 2 carried copies" in _carry_problems(lambda cs, _: cs + cs[:1])
+
+
+def test_carries_land_before_their_doll_rides():
+    out = _carry_problems(lambda cs, rep: [rep(c, tic=c.tic + 5) for c in cs])
+    assert "after its doll is released" in out
+
+
+def test_carries_read_their_node_light():
+    out = _carry_problems(lambda cs, rep: [rep(c, light=c.light + 1) for c in cs])
+    assert "are copied from light" in out
+
+
+def test_an_init_beyond_a_light_is_refused():
+    """The begin script sets the light a prev lane reads to the init: it must fit a light
+    (a lane over such a range is refused long before; the check guards the bus itself)."""
+    from dsl.ir import Prev
+
+    lay, sched = _layout(RNN)
+    node = next(n for n in lay.circuit.net.nodes if isinstance(n.gate, Prev))
+    node.gate = Prev(node.gate.src, 40000)
+    out = " | ".join(d.message for d in checks.check_carries(lay, sched))
+    assert "init 40000 of 'h' does not fit a light" in out

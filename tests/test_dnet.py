@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from dsl import load
 from dsl.diagnostics import CompileError
-from dsl.ir import Identity, Lut, Product, Relu, Spike, Step
+from dsl.ir import Identity, Lut, Prev, Product, Relu, Spike, Step
 from dsl.jsonio import dumps, from_json, loads
 from dsl.parser import parse
 from dsl.random_net import mlp
@@ -160,11 +160,15 @@ def test_json_deep_nesting():
 
 
 # ---------------------------------------------------------------------------- reference
+OPEN_STEPS = 24
+
+
 def _samples(net, n, seed):
     rng = np.random.default_rng(seed)
     lo = [net.nodes[i].gate.lo for i in net.inputs]
     hi = [net.nodes[i].gate.hi for i in net.inputs]
-    shape = (n, net.steps, len(lo)) if net.steps > 1 else (n, len(lo))
+    steps = OPEN_STEPS if net.open else net.steps  # an open netlist: a run of some steps
+    shape = (n, steps, len(lo)) if net.multi_step else (n, len(lo))
     xs = rng.integers(lo, np.array(hi) + 1, size=shape)
     xs[0] = lo  # the range edges are where mistakes hide
     xs[1] = hi
@@ -173,9 +177,10 @@ def _samples(net, n, seed):
 
 def loop_eval(net, sample):
     """An independent evaluator: plain Python ints and loops, gates from docs/dnet.md."""
-    steps = sample if net.steps > 1 else [sample]
+    steps = sample if net.multi_step else [sample]
     membrane = {n.id: n.gate.init for n in net.nodes if isinstance(n.gate, Spike)}
     out = []
+    before = None
     for xs in steps:
         v, a = {}, {}
         for k, nid in enumerate(net.inputs):
@@ -184,6 +189,9 @@ def loop_eval(net, sample):
             if n.id in v:
                 continue
             g = n.gate
+            if isinstance(g, Prev):  # the value its node had at the step before
+                v[n.id] = a[n.id] = g.init if before is None else before[g.src]
+                continue
             if isinstance(g, Product):
                 a[n.id] = v[n.id] = v[g.a] * v[g.b]
                 continue
@@ -213,6 +221,7 @@ def loop_eval(net, sample):
                 membrane[n.id] = u - g.leak if u - g.leak > 0 else 0
             v[n.id] = y
         out.append(([v[i] for i in range(len(net.nodes))], [a[i] for i in range(len(net.nodes))]))
+        before = v
     return out
 
 

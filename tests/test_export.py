@@ -65,18 +65,25 @@ def _inputs(net, n_random: int, seed: int = 0) -> np.ndarray:
             rows.append(row)
     rows += list(rng.integers(lo, hi + 1, size=(n_random, len(lo))))
     x = np.array(rows, dtype=np.int64)
-    if net.steps > 1:  # each sample a sequence of rows
-        x = x[rng.integers(0, len(x), size=(len(x), net.steps))]
+    if net.multi_step:  # each sample a sequence of rows (a run of some steps, if open)
+        x = x[rng.integers(0, len(x), size=(len(x), OPEN_STEPS if net.open else net.steps))]
     return x
+
+
+OPEN_STEPS = 12
+
+
+def _steps(net):
+    return OPEN_STEPS if net.open else None
 
 
 def _expected(net, x) -> np.ndarray:
     r = evaluate(net, x.tolist())
-    return np.asarray(r.outputs if net.steps > 1 else r.last_outputs(), dtype=np.int64)
+    return np.asarray(r.outputs if net.multi_step else r.last_outputs(), dtype=np.int64)
 
 
 def _onnx_run(net, x) -> np.ndarray:
-    sess = ort.InferenceSession(onnx_bytes(net), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(onnx_bytes(net, _steps(net)), providers=["CPUExecutionProvider"])
     y = sess.run(None, {"x": x})[0]
     assert y.dtype == np.int64
     return y
@@ -84,7 +91,7 @@ def _onnx_run(net, x) -> np.ndarray:
 
 def _torch_run(net, x) -> np.ndarray:
     module = types.ModuleType("exported")
-    exec(compile(torch_source(net), "exported.py", "exec"), module.__dict__)
+    exec(compile(torch_source(net, _steps(net)), "exported.py", "exec"), module.__dict__)
     with torch.no_grad():
         y = module.Net()(torch.from_numpy(x))
     assert y.dtype == torch.int64

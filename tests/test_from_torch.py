@@ -44,7 +44,8 @@ def torch_integer_forward(model, x, scales, clamps):
                     y = y.clamp(max=clamps[k])
                 k += 1
             else:
-                y = m(y.to(m.weight.dtype)).to(torch.float64)
+                dtype = next(m.parameters(), y).dtype  # pools have no parameters
+                y = m(y.to(dtype)).to(torch.float64)
     assert torch.equal(y, torch.round(y))
     return y.numpy().astype(np.int64)
 
@@ -114,7 +115,7 @@ def test_float_weights_are_rejected():
 @pytest.mark.parametrize("layer, name", [(nn.Dropout(0.1), "Dropout"),
                                          (nn.Conv1d(1, 1, 1), "Conv1d"),
                                          (nn.Sigmoid(), "Sigmoid"),
-                                         (nn.Flatten(), "Flatten")])
+                                         (nn.BatchNorm1d(3), "BatchNorm1d")])
 def test_unsupported_layers_are_rejected(layer, name):
     model = nn.Sequential(nn.Linear(3, 3), layer, nn.Linear(3, 2))
     with pytest.raises(VoodooError) as e:
@@ -161,3 +162,59 @@ def test_identity_hidden_layer_and_relu_outputs():
     x = np.random.default_rng(3).integers(0, 3, (200, 5))
     assert np.array_equal(evaluate(net, x).last_outputs().astype(np.int64),
                           torch_integer_forward(model, x, [2, 3], [4, 6]))
+
+
+def integer_cnn(seed, dtype=torch.float64):
+    """Conv -> ReLU -> sum pool -> Conv -> ReLU -> MaxPool -> Flatten -> Linear, integer."""
+    gen = torch.Generator().manual_seed(seed)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.AvgPool2d(2, stride=1, divisor_override=1),
+                          nn.Conv2d(3, 4, (2, 3), padding=(0, 1)), nn.ReLU(),
+                          nn.MaxPool2d(2, padding=1), nn.Flatten(), nn.Linear(4 * 1 * 2, 5))
+    model = model.to(dtype)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randint(-5, 6, p.shape, generator=gen).to(dtype))
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_imported_cnn_equals_torch(seed):
+    """Conv2d, AvgPool2d (a sum), MaxPool2d, Flatten, Linear and ReLU: the netlist's
+    outputs equal torch's forward pass with the integer requant after each ReLU."""
+    model = integer_cnn(seed)
+    scales, clamps = [3, 4], [7, 9]
+    net = from_torch(model, (0, 3), scales, clamps, "cnn", input_shape=(2, 6, 6))
+    assert [r.conv.kind for r in net.convs] == ["conv", "avgpool", "conv"]
+    x = np.random.default_rng(seed).integers(0, 4, (300, 72))
+    ours = evaluate(net, x).last_outputs().astype(np.int64)
+    theirs = torch_integer_forward(model, x.reshape(-1, 2, 6, 6), scales, clamps)
+    assert ours.shape == (300, 5)
+    assert np.array_equal(ours, theirs)
+
+
+def test_cnn_import_mistakes():
+    model = integer_cnn(0)
+    with pytest.raises(VoodooError, match=r"layer 0 \(Conv2d\) reads an image(.|\n)*input_shape"):
+        from_torch(model, (0, 3), [3, 4])
+    with pytest.raises(VoodooError, match="takes 2 channels but the layer before it gives 1"):
+        from_torch(model, (0, 3), [3, 4], input_shape=(1, 6, 6))
+    plain = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                          nn.Linear(2, 2))
+    with torch.no_grad():
+        for p in plain.parameters():
+            p.fill_(1.0)
+    with pytest.raises(VoodooError, match=r"layer 2 \(AvgPool2d\) divides by its window"):
+        from_torch(plain, (0, 1), 2, input_shape=(1, 4, 4))
+    late = nn.Sequential(nn.Linear(4, 4), nn.Conv2d(1, 1, 1))
+    with torch.no_grad():
+        for p in late.parameters():
+            p.fill_(1.0)
+    with pytest.raises(VoodooError, match="reads an image but the layer before it gives a flat"):
+        from_torch(late, (0, 1))
+    relu_after_max = nn.Sequential(nn.Conv2d(1, 1, 1), nn.MaxPool2d(2), nn.ReLU())
+    with pytest.raises(VoodooError, match=r"layer 2 \(ReLU\) does not follow"):
+        from_torch(relu_after_max, (0, 1), input_shape=(1, 4, 4))
+    dil = nn.Sequential(nn.Conv2d(1, 1, 3, dilation=2))
+    with pytest.raises(VoodooError, match="dilation"):
+        from_torch(dil, (0, 1), input_shape=(1, 8, 8))

@@ -207,3 +207,41 @@ def test_gzdoom_runs_a_batch_of_overlapping_beats_as_the_reference(tmp_path):
     assert got == evaluate(net, xs).last_outputs().tolist()
     with MapRunner(wad, info) as r:
         assert r.infer_many(xs) == got
+
+
+@needs_gzdoom
+def test_gzdoom_keeps_recurrent_state_as_vizdoom_does(tmp_path):
+    """A recurrent map with a fed-back input: state kept in door planes from step to step
+    and the fed step's script, in GZDoom: every step's outputs equal to the reference and
+    to ViZDoom, and every light and door plane equal on every tic of every step."""
+    from dsl.parser import parse
+    from dsl.sequence import reference_run
+
+    net = parse("input x[2] : 0..3\ninput n : 0..7\nfeedback n = h[0]\n"
+                "neuron h[2] : relu(s=2, max=7)\n"
+                "lines x -> h dense [[2, -1], [1, 2]]\nlines prev(h) -> h dense [[1, 1], [-1, 2]]\n"
+                "lines n -> h dense [[1], [0]]\nbias h = [0, 1]\ninit h = [3, 0]\noutput h\n")
+    rng = np.random.default_rng(4)
+    steps = 12
+    seq = [[int(rng.integers(0, 4)), int(rng.integers(0, 4)), 2 if t < 2 else None]
+           for t in range(steps)]
+    fed = [row[2] is None for row in seq]
+    res, _ = reference_run(net, seq)
+    ref = res.value[0][:, net.outputs].tolist()
+    xs = [[0 if v is None else v for v in row] for row in seq]
+    cm = compile_netlist(net)
+    wad, probe = str(tmp_path / "rnn.wad"), str(tmp_path / "probe.wad")
+    write_wad(wad, [cm])
+    pm = gz.probe_map(cm.layout, len(cm.manifest["outputs"]))
+    gz.write_probe(probe, pm)
+    info = cm.manifest
+    log_vz, outs_vz = gz.run_vizdoom(wad, probe, info, xs, sequence=True, fed=fed)
+    log_gz = gz.run_gzdoom(GZDOOM, wad, probe, gz.timeline(info, xs, sequence=True, fed=fed))
+    tr_vz, tr_gz = gz.parse_log(log_vz, pm), gz.parse_log(log_gz, pm)
+    problems = []
+    for seq_no in range(1, steps + 1):
+        assert tr_gz.at(tr_gz.ack_tic(seq_no))["A"][2:] == outs_vz[seq_no - 1] == \
+            ref[seq_no - 1], f"step {seq_no - 1}"
+        problems += _compare(tr_gz, tr_vz, seq_no, info["inference_tics"] + 1)
+    assert not problems, "\n".join(problems[:20])
+    assert len({tuple(r) for r in ref}) > 2  # the state does move

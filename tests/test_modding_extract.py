@@ -36,9 +36,10 @@ def _inputs(net, n=12, seed=0):
     r = net.input_ranges()
     rows = [[lo for lo, _ in r], [hi for _, hi in r]]
     rows += [[int(rng.integers(lo, hi + 1)) for lo, hi in r] for _ in range(n)]
-    if net.steps > 1:  # one sequence per row block
-        return [rows[k:k + net.steps] for k in range(0, len(rows) - net.steps + 1, net.steps)] \
-            or [[rows[0]] * net.steps]
+    if net.multi_step:  # one sequence per row block (a run of 12 steps, if open)
+        steps = 12 if net.open else net.steps
+        return [rows[k:k + steps] for k in range(0, len(rows) - steps + 1, steps)] \
+            or [[rows[0]] * steps]
     return rows
 
 
@@ -46,7 +47,7 @@ def _same_values(net, extracted, names):
     """Every node of the lowered embedded netlist has the extracted node's value."""
     lowered = lower_products(net)
     for xs in _inputs(net):
-        batch = [xs] if net.steps > 1 else [xs]
+        batch = [xs]
         a = evaluate(lowered, batch)
         b = evaluate(extracted, batch)
         assert (a.last_outputs() == b.last_outputs()).all()
