@@ -411,11 +411,35 @@ class ChatLM(nn.Module):
     def folded(self, layer: int, norm: str, names) -> dict:
         """Expert weights with the LayerNorm's gain and bias folded in: W diag(g), W n + b
         (each expert has its own norm parameters)."""
-        blk = self.blocks[layer]
+        return self.folded_of(self.blocks[layer], norm, names)
+
+    @staticmethod
+    def folded_of(blk, norm: str, names) -> dict:
         gain, shift = blk["g" + norm], blk["n" + norm]
         return {n: (blk["W" + n] * gain[:, None, :],
                     blk["b" + n] + torch.einsum("eoi,ei->eo", blk["W" + n], shift))
                 for n in names}
+
+    @torch.no_grad()
+    def keep_in_lights(self, cap: float = 12000.0) -> None:
+        """Scale down every row of a reader of a LayerNorm whose largest accumulator
+        |b| + sum |W| y_max (W, b folded with the norm) exceeds `cap`: the netlist pushes an
+        unchosen expert's accumulator by about that bound below its table, so twice it must
+        stay within a light's -32768..32767 (models/chat_dnet.check_ranges). Training calls
+        this after every step (a projection; the float forward is unchanged otherwise)."""
+        c = self.cfg
+        ymax = c.norm_max * c.rho_max
+        for blk in self.blocks:
+            for norm, names in (("1", "qkvg"), ("2", ("1",))):
+                for n, (W, b) in self.folded_of(blk, norm, names).items():
+                    bound = b.abs() + W.abs().sum(-1) * ymax
+                    f = torch.clamp(cap / bound.clamp(min=1e-9), max=1.0)
+                    blk["W" + n].mul_(f[..., None])
+                    blk["b" + n].mul_(f)
+        W, b = self.head_folded()
+        f = torch.clamp(2 * cap / (b.abs() + W.abs().sum(-1) * ymax).clamp(min=1e-9), max=1.0)
+        self.head["W"].mul_(f[:, None])
+        self.head["b"].mul_(f)
 
     def head_folded(self):
         h = self.head

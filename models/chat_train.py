@@ -52,7 +52,7 @@ class Schedule:
     seed: int = 0
 
 
-SCHEDULES = {"chat": Schedule(), "large": Schedule(), "microbit": Schedule(qat_epochs=3)}
+SCHEDULES = {"chat": Schedule(qat_epochs=4), "large": Schedule(), "microbit": Schedule(qat_epochs=3)}
 
 
 def weights_path(name: str) -> str:
@@ -114,6 +114,7 @@ def _epochs(model: ChatLM, x, mask, modes, epochs: int, lr: float, sch: Schedule
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1e3)
             opt.step()
+            model.keep_in_lights()
             total, n = total + float(ce.detach()) * len(idx), n + len(idx)
         sched.step()
         if bar is not None:
