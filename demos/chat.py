@@ -78,10 +78,11 @@ def build(net, out: str, room: bool = True):
     from commands.common import writing
     from mapgen.compile import compile_netlist, load_wad, write_wad
 
-    m = compile_netlist(net, title="chat")
     if room:
-        from demos.chat_map import add_room
-        add_room(m, net)
+        from demos.chat_map import build as build_room
+        m = build_room(net).compiled
+    else:
+        m = compile_netlist(net, title="chat")
     with writing(out, "the WAD"):
         write_wad(out, [m], net, None)
     return load_wad(out)
