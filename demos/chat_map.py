@@ -114,7 +114,9 @@ def build(net, title: str = "chat", acc: str = "internal") -> ChatMap:
     names = [net.nodes[o].name for o in net.outputs]
     light = {nm: circuit.value_light[o] for nm, o in zip(names, net.outputs)}
     o_tags = [light[f"o[{k}]"] for k in range(len(VOCAB))]
-    controls = controls_source(o_tags, light["done"], lamp_tags, sched.inference_tics)
+    inputs = [net.nodes[i].name for i in net.inputs]
+    controls = controls_source(o_tags, light["done"], lamp_tags, sched.inference_tics,
+                               inputs.index("c"), len(inputs))
     bad = ui_violations(controls, o_tags + [light["done"]])
     if bad:
         raise AssertionError(f"chat control ACS computes on a neuron: {bad[0]}")
@@ -128,8 +130,10 @@ def build(net, title: str = "chat", acc: str = "internal") -> ChatMap:
     return ChatMap(cm, spots, lamp_tags, net)
 
 
-def controls_source(o_tags, done_tag: int, lamp_tags, tics: int) -> str:
-    """The pedal scripts and the chat script (module docstring)."""
+def controls_source(o_tags, done_tag: int, lamp_tags, tics: int, c_index: int = 0,
+                    n_inputs: int = 46) -> str:
+    """The pedal scripts and the chat script (module docstring); the character is input
+    `c_index` of `n_inputs`, the others are the noise (0: greedy)."""
     n = len(VOCAB)
     prompts = [encode(p + "\n") for p in PROMPTS]
     width = max(len(p) for p in prompts)
@@ -173,8 +177,9 @@ def controls_source(o_tags, done_tag: int, lamp_tags, tics: int) -> str:
         "    if (busy) terminate;",
         "    busy = 1; reply_len = 0; reply_text = \"\";",
         "    int t;",
+        f"    for (t = 0; t < {n_inputs}; t++) inputs[t] = 0;  // the noise: 0, greedy",
         "    for (t = 0; t < prompt_len[p]; t++) {",
-        f"        inputs[0] = prompt_ids[p * {width} + t];  // the prompt's character (a constant)",
+        f"        inputs[{c_index}] = prompt_ids[p * {width} + t];  // the prompt's character",
         "        seq_chat = seq_chat + 1;",
         f"        if (t == 0) ACS_Execute({SCRIPT_BEGIN}, 0);  // a new sequence: prev lights to their init",
         f"        ACS_Execute({SCRIPT_INFER}, 0, seq_chat);",

@@ -192,6 +192,13 @@ def _gated(w: _Net, name: str, size: int, gate: str, e: int, B: int, src: str, W
     w(f"lines route{e} -> {name} all {B}")
 
 
+def _gate_floor(cfg: ChatConfig, decays) -> int:
+    """Below this key every gate table the layer uses is 0 (a table that is 0 everywhere,
+    decay 0 or 1, sets no floor): where an unchosen expert's gate is pushed."""
+    tabs = [gate_table(cfg, int(dd)) for dd in sorted({int(v) for v in decays.flatten()})]
+    return min((t.lo for t in tabs if any(t.values)), default=0)
+
+
 def _write_layer(w: _Net, l: int) -> None:
     cfg, m = w.cfg, w.model
     d, E, Vm, sv = cfg.d_model, cfg.experts, cfg.v_max, cfg.s_v
@@ -207,7 +214,7 @@ def _write_layer(w: _Net, l: int) -> None:
     # first step) when the router does not choose its expert.
     B = {"q": 1 + hi["q"] - tabs["qk"].lo, "k": 1 + hi["k"] - tabs["qk"].lo,
          "v": 1 + hi["v"] + Vm * sv + sv,
-         "g": 1 + hi["g"] - min(gate_table(cfg, dd).lo for dd in range(cfg.decay_unit + 1))}
+         "g": 1 + hi["g"] - _gate_floor(cfg, m.decays(l))}
     for e in range(E):
         for n in "qk":
             _gated(w, f"{n}{l}_{e}", d, "lut(qk)", e, B[n], y, W[n][0][e], W[n][1][e])
