@@ -42,6 +42,7 @@ EXPECT = {
     # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
     "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
     "import": r"^wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons$",
+    "chat": r"^tokens (\d+)/\1 EXACT\b",
     "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
                   r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
 }
