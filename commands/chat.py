@@ -12,10 +12,13 @@ def add_arguments(p) -> None:
                                             "with the repetition penalty)")
     p.add_argument("--debug", action="store_true",
                    help="also read back every light (every state element) at every step")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop each run after N steps (a sample of its first steps)")
     p.add_argument("-o", "--output", help="WAD to write (default wads/chat.wad)")
 
 
 def run(args) -> int:
     from demos.chat import main
 
-    return main(args.prompt, seed=args.seed, debug=args.debug, output=args.output)
+    return main(args.prompt, seed=args.seed, debug=args.debug, output=args.output,
+                max_steps=args.max_steps)

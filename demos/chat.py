@@ -105,15 +105,16 @@ class ChatRun:
 
 
 def run_chat(loaded, cfg, prompt: str, seed: int | None = None, debug: bool = False,
-             runner=None) -> ChatRun:
+             runner=None, max_steps: int | None = None) -> ChatRun:
     """One prompt in the map: every step's outputs (y, done, the one-hot o) compared with
     the reference; with `debug` every light (every state element) too. `runner` (an open
-    engine.runner.MapRunner) is reused across prompts."""
+    engine.runner.MapRunner) is reused across prompts; `max_steps` cuts the run short (a
+    test's sample of its first steps)."""
     from dsl.lower import lower_products
     from engine.runner import MapRunner, compare_sequence
 
     net = loaded.net
-    rows = prompt_rows(net, prompt, seed, cfg)
+    rows = prompt_rows(net, prompt, seed, cfg)[:max_steps]
     lowered = lower_products(net)
     t0 = time.perf_counter()
     own = runner is None
@@ -136,7 +137,7 @@ def run_chat(loaded, cfg, prompt: str, seed: int | None = None, debug: bool = Fa
 
 
 def main(prompts: list[str], seed: int | None = None, debug: bool = False,
-         output: str | None = None, dnet: str = CHAT_DNET) -> int:
+         output: str | None = None, dnet: str = CHAT_DNET, max_steps: int | None = None) -> int:
     """`build.py chat`: build wads/chat.wad; run each prompt; 0 if every step of every
     prompt is EXACT, 4 on a mismatch (as `run`)."""
     from commands.common import WADS, output_path
@@ -144,6 +145,8 @@ def main(prompts: list[str], seed: int | None = None, debug: bool = False,
 
     if seed is not None and not 0 <= seed < 2 ** 63:
         raise VoodooError(f"--seed {seed}: give a seed of 0 or more")
+    if max_steps is not None and max_steps < 1:
+        raise VoodooError(f"--max-steps {max_steps}: give at least 1 step")
     out = output_path(output, os.path.join(WADS, "chat.wad"), sources=(dnet,))
     cfg = load_model().cfg
     for p in prompts:
@@ -157,7 +160,7 @@ def main(prompts: list[str], seed: int | None = None, debug: bool = False,
     bad = 0
     with MapRunner(loaded.path, info) as runner:
         for p in prompts:
-            r = run_chat(loaded, cfg, p, seed, debug, runner)
+            r = run_chat(loaded, cfg, p, seed, debug, runner, max_steps)
             print(f"> {p}\n{r.reply}")
             for d in r.divergences[:3]:
                 print(f"  first divergence: {d}")

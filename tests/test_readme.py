@@ -82,6 +82,8 @@ def _small(cmd: str) -> str:
         cmd = re.sub(r"--samples \d+", "--samples 20", cmd)
     elif " mnist" in cmd:
         cmd = re.sub(r"--samples \d+", "", cmd) + " --samples 20 --small"
+    if " chat" in cmd:  # a sample of the run's first steps: a step is ~1,200 tics
+        cmd += " --max-steps 4"
     if " brainlevel" in cmd:
         cmd = re.sub(r"--episodes \d+", "--episodes 1", cmd)
     return cmd
