@@ -45,10 +45,11 @@ def prompt_rows(net, prompt: str, seed: int | None, cfg) -> list[list[int | None
 def check_prompt(prompt: str, cfg) -> None:
     from models.chat_corpus import VOCAB
 
+    PUNCTUATION = "".join(c for c in VOCAB if not c.isalnum() and c not in " \n")
     bad = sorted({ch for ch in prompt if ch not in VOCAB or ch == "\n"})
     if bad:
         raise VoodooError(f"--prompt {prompt!r}: {', '.join(map(repr, bad))} not in the "
-                          f"vocabulary (lower-case letters, digits, space and {VOCAB[2:10]!r})")
+                          f"vocabulary (lower-case letters, digits, space and {PUNCTUATION})")
     if len(prompt) + 2 > cfg.context:
         raise VoodooError(f"--prompt of {len(prompt)} characters: at most {cfg.context - 2} "
                           f"fit the context of {cfg.context} with a reply")
