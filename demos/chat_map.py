@@ -111,10 +111,12 @@ def build(net, title: str = "chat", acc: str = "internal") -> ChatMap:
     _letter_wall(m, gal, lamp_tags, spots)
     layout, sched, machine = finish_hall(m, circuit, geoms, hall_box, {}, conveyor, set(),
                                          spots["rest"], title)
-    names = [net.nodes[o].name for o in net.outputs]
-    light = {nm: circuit.value_light[o] for nm, o in zip(names, net.outputs)}
+    # The circuit's netlist is the lowered one (products split into quarter squares): its
+    # node ids are not the parsed netlist's, so lights are looked up by its own outputs.
+    low = circuit.net
+    light = {low.nodes[o].name: circuit.value_light[o] for o in low.outputs}
     o_tags = [light[f"o[{k}]"] for k in range(len(VOCAB))]
-    inputs = [net.nodes[i].name for i in net.inputs]
+    inputs = [low.nodes[i].name for i in low.inputs]
     controls = controls_source(o_tags, light["done"], lamp_tags, sched.inference_tics,
                                inputs.index("c"), len(inputs))
     bad = ui_violations(controls, o_tags + [light["done"]])
