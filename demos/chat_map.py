@@ -2,7 +2,7 @@
 pedal, watch them think in the lane hall, read the reply on the letter wall.
 
 Owns the chat room and its controls (the lanes and the hall of lights are the standard
-layout's; demos/gallery.py finishes the map):
+layout's; mapgen/room.py finishes the map):
 
 - **prompt pedals** on the room's floor, one per question of `PROMPTS`; stepping on one
   starts the chat script (`SCRIPT_CHAT`);
@@ -35,7 +35,8 @@ from mapgen.udmf import MapModel, Sector, Thing
 
 from models.chat_corpus import VOCAB, encode
 
-from .gallery import GalleryDriver, box, finish_hall
+from engine.visitor import GalleryDriver
+from mapgen.room import box, finish_hall
 
 PROMPTS = ("hi", "what is a doll?", "what does a door do?", "who are you?")
 SCRIPT_PEDAL = 30                # 30..: the pedal of prompt 0, 1, ...
@@ -85,7 +86,7 @@ def _letter_wall(m: MapModel, gal, tags: list[int], spots: dict) -> None:
 
 def _room(m: MapModel) -> SimpleNamespace:
     """The chat room, west of the lanes (x < 0): a box of its own. (A lane hall with the
-    lanes as trenches in one floor, demos/gallery.py, is one sector with a thousand holes:
+    lanes as trenches in one floor, mapgen/room.py, is one sector with a thousand holes:
     ViZDoom's node builder crashed on it at this size, so the lanes stay in the void.)"""
     x0, y0, x1, y1 = -2048.0, 0.0, -256.0, 1024.0
     room = m.rect_sector(x0, y0, x1, y1, Sector(0, 256, 160, floor_tex="FLOOR4_8",
