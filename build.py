@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hello": ("commands.hello", "build and run the 12-16-6 demo MLP (prints N/N EXACT)"),
     "museum": ("commands.museum", "build the walk-through digit museum map"),
     "mnist": ("commands.mnist", "train, quantise, tile and run MNIST in the engine"),
+    "chat": ("commands.chat", "a chat model writes its reply in the map (tokens N/N EXACT)"),
     "tictactoe": ("commands.tictactoe", "play X against dolls that play perfect O (a built program)"),
     "extract": ("commands.extract", "read the netlist a map computes back from its geometry"),
     "verify": ("commands.verify", "an edited WAD: diff, static checks and an engine run"),

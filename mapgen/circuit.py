@@ -133,7 +133,11 @@ def _door_count(gate, lo: int, hi: int) -> int:
     if isinstance(gate, Step):
         return 1
     if isinstance(gate, Lut):
-        return max(0, min(hi, gate.hi) - max(lo, gate.lo))
+        # A door only where the table changes (staircase): count those, not the keys, so
+        # a wide but mostly flat table (GELU, elu + 1 over a pushed accumulator) fits.
+        a, b = max(lo, gate.lo), min(hi, gate.hi)
+        t = gate.table
+        return sum(t[k - gate.lo] != t[k - 1 - gate.lo] for k in range(a + 1, b + 1))
     return hi - lo
 
 

@@ -177,6 +177,10 @@ def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
         g = lane_geometry(lane, x_col, y0 + row * pitch)
         col_width = max(col_width, g.length)
         geoms.append(g)
+    if square and geoms and max(g.x0 + g.length for g in geoms) > P.COORD_MAX - 256:
+        # Lanes of very different lengths make the square guess too wide: columns as tall
+        # as the map allows instead (only maps that would not fit otherwise change).
+        return place_lanes(circuit, x0, y0, pitch, square=False)
     return geoms
 
 

@@ -156,13 +156,19 @@ def tables(cfg: TransformerConfig, cap: int | None = None) -> dict[str, Table]:
         out[f"vbit{m}"] = Table(f"vbit{m}", 0, tuple((min(a // sv, 2 * cfg.v) >> m) & 1
                                                      for a in range(0, 2 * cfg.v * sv + 1)))
     if cfg.norm != "none":
-        N, s, d = cfg.norm_max, cfg.s_norm, cfg.d_model
-        lo = -(N + 1) * s
-        out["sq"] = Table("sq", lo, tuple(min(max((z + s // 2) // s, -N), N) ** 2
-                                          for z in range(lo, -lo + 1)))
-        out["rsqrt"] = Table("rsqrt", 0, tuple(_round(cfg.norm_k * math.sqrt(d / max(S, 1)))
-                                               for S in range(0, d * N * N + 1)))
+        out.update(norm_tables(cfg))
     return out
+
+
+def norm_tables(cfg) -> dict[str, Table]:
+    """The lookups of a norm (docs/transformer.md, "Norms"): the square of the requantised
+    value and the reciprocal square root. `cfg` needs d_model, norm_max, s_norm, norm_k."""
+    N, s, d = cfg.norm_max, cfg.s_norm, cfg.d_model
+    lo = -(N + 1) * s
+    return {"sq": Table("sq", lo, tuple(min(max((z + s // 2) // s, -N), N) ** 2
+                                        for z in range(lo, -lo + 1))),
+            "rsqrt": Table("rsqrt", 0, tuple(_round(cfg.norm_k * math.sqrt(d / max(S, 1)))
+                                             for S in range(0, d * N * N + 1)))}
 
 
 def _float_fn(cfg: TransformerConfig, name: str):

@@ -42,6 +42,7 @@ EXPECT = {
     # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
     "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
     "import": r"^wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons$",
+    "chat": r"^tokens (\d+)/\1 EXACT\b",
     "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
                   r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
 }
@@ -81,6 +82,8 @@ def _small(cmd: str) -> str:
         cmd = re.sub(r"--samples \d+", "--samples 20", cmd)
     elif " mnist" in cmd:
         cmd = re.sub(r"--samples \d+", "", cmd) + " --samples 20 --small"
+    if " chat" in cmd:  # a sample of the run's first steps: a step is ~1,200 tics
+        cmd += " --max-steps 4"
     if " brainlevel" in cmd:
         cmd = re.sub(r"--episodes \d+", "--episodes 1", cmd)
     return cmd

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""The chat model in figures (issue 21, docs/chat.md): accuracy, replies, speed, resources.
+
+    python bench/chat.py                 # every figure; the 20 prompts' replies in the engine
+    python bench/chat.py --engine 2      # only the first 2 prompts in the engine (slow: a
+                                         # step is ~1,700 tics of ViZDoom)
+    python bench/chat.py --sizes         # the configurations' maps: dolls, doors, tiles
+
+Prints, for the checked-in model (models/data/chat_chat.pt, circuits/chat.dnet):
+next-character accuracy of the float and the integer forward on the held-out exchanges and
+their agreement; the replies to 20 held-out questions (greedy, the repetition penalty), from
+the integer forward, with how many are made only of corpus words; the same 20 prompts
+through the torch float forward, the torch integer forward and the NumPy reference of the
+netlist (dsl.reference), each in ms per character and as a ratio to the torch float
+forward measured in this run; then the engine's runs (every step compared, `==`), tics
+per character and characters per second (wall, this machine) and the map's dolls, lines,
+lights, maps beside the micro:bit model's 108 KB.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from models import chat_corpus  # noqa: E402
+from models.chat_lm import generate  # noqa: E402
+
+MICROBIT_BYTES = 108 * 1024   # the micro:bit chat model's budget (issue 21)
+
+
+def prompts(n: int = 20) -> list[str]:
+    """The first n distinct questions of the held-out exchanges."""
+    out: list[str] = []
+    for ex in chat_corpus.load("heldout"):
+        q = ex.split("\n")[0]
+        if q not in out and len(q) <= 30:
+            out.append(q)
+    return out[:n]
+
+
+def corpus_words() -> set[str]:
+    text = " ".join(chat_corpus.load("train"))
+    return set(re.findall(r"[a-z0-9']+", text))
+
+
+def only_words(reply: str, words: set[str]) -> bool:
+    got = re.findall(r"[a-z0-9']+", reply)
+    return bool(got) and all(w in words for w in got)
+
+
+def timed(fn, items) -> tuple[list, float]:
+    t0 = time.perf_counter()
+    out = [fn(p) for p in items]
+    return out, time.perf_counter() - t0
+
+
+def reference_reply(net, model, prompt: str) -> list[int]:
+    """The netlist's NumPy reference, run step by step as the map runs (dsl.sequence)."""
+    from dsl.sequence import reference_run
+    from demos.chat import prompt_rows
+
+    res, steps = reference_run(net, prompt_rows(net, prompt, None, model.cfg))
+    iy = [net.nodes[o].name for o in net.outputs].index("y")
+    return [int(res.value[0, t, net.outputs[iy]]) for t in range(steps)]
+
+
+def resources(net, loaded) -> list[tuple[str, str]]:
+    import numpy as np
+
+    weights = sum(len(n.weights) + 1 for n in net.nodes if not n.is_input)
+    tables = sum(len(getattr(n.gate, "table", ())) for n in net.nodes)
+    uniq_tables = len({getattr(n.gate, "table", None) for n in net.nodes} - {None})
+    state = sum(1 for n in net.nodes if n.is_prev)
+    info = loaded.infos[0]
+    rep = info.get("resources", {})
+    del np
+    return [("weights + biases (connections)", f"{weights:,}"),
+            ("table entries (all lookups)", f"{tables:,} ({uniq_tables} distinct tables)"),
+            ("state kept between steps (prev nodes)", f"{state}"),
+            ("lights", f"{len(info.get('lights', [])) or rep.get('lights', '?')}"),
+            ("micro:bit model", f"{MICROBIT_BYTES:,} bytes")]
+
+
+def sizes() -> None:
+    """Every configuration of models/chat_train.py (the trained weights where checked in,
+    else seeded random ones kept within lights): the map's census and how many maps
+    (tiles, mapgen/tiles.plan_tiles) the recurrent netlist takes."""
+    from dataclasses import replace
+
+    from mapgen.tiles import plan_tiles
+    from models.chat_dnet import census, netlist
+    from models.chat_lm import ChatLM
+    from models.chat_train import CONFIGS, load, weights_path
+
+    print("config     d  heads experts  trained   dolls   doors   lines(census)  levels  maps")
+    for name, cfg in CONFIGS.items():
+        trained = os.path.exists(weights_path(name)) and load(name).cfg == cfg
+        if trained:
+            model = load(name)
+        else:
+            model = ChatLM(replace(cfg), 0)
+            model.keep_in_lights()
+        t0 = time.perf_counter()
+        c = census(netlist(model, name, recurrent=False))["total"]
+        tiles = plan_tiles(netlist(model, name))
+        print(f"{name:9} {cfg.d_model:3} {cfg.heads:5} {cfg.experts:7}  {str(trained):7} "
+              f"{c['dolls']:7,} {c['doors']:7,} {c['lines']:13,}  {c['levels']:6}  "
+              f"{len(tiles):4}   ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--engine", type=int, default=20, help="prompts to run in the engine")
+    p.add_argument("--prompts", type=int, default=20)
+    p.add_argument("--sizes", action="store_true", help="only the configurations' sizes")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.sizes:
+        sizes()
+        return 0
+    from demos.chat import build, load_model, load_net, run_chat
+    from engine.runner import MapRunner
+    from models.chat_dnet import census
+    from models.chat_train import evaluate
+
+    model, net = load_model(), load_net()
+    rep = evaluate(model, chat_corpus.load("heldout"))
+    print(f"held-out next-character accuracy: float {rep.float_acc:.2%}, integer "
+          f"{rep.int_acc:.2%}; float/integer agreement {rep.agreement:.2%} "
+          f"({rep.chars} characters)")
+    qs = prompts(args.prompts)
+    words = corpus_words()
+    with torch.no_grad():
+        floats, t_float = timed(lambda q: generate(model, q, mode="float"), qs)
+        ints, t_int = timed(lambda q: generate(model, q), qs)
+    refs, t_ref = timed(lambda q: reference_reply(net, model, q), qs)
+    steps = sum(r.steps for r in ints)
+    agree = sum(chat_corpus.decode(ys[len(q):]).split("\n")[0] == r.text
+                for q, ys, r in zip(qs, refs, ints))
+    print(f"\n{len(qs)} prompts, greedy: netlist reference == integer forward on {agree}/"
+          f"{len(qs)}; replies of corpus words only: "
+          f"{sum(only_words(r.text, words) for r in ints)}/{len(qs)}")
+    for q, r, f in zip(qs, ints, floats):
+        print(f"  {q!r:34} -> {r.text!r:30} (float: {f.text!r})")
+    base = t_float / steps
+    print(f"\nper character ({steps} steps): torch float {1e3 * base:.2f} ms (1.00), torch "
+          f"integer {1e3 * t_int / steps:.2f} ms ({t_int / t_float:.2f}x), NumPy reference "
+          f"of the netlist {1e3 * t_ref / steps:.2f} ms ({t_ref / t_float:.2f}x)")
+    c = census(__import__("models.chat_dnet", fromlist=["netlist"]).netlist(
+        model, "chat", recurrent=False))
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        loaded = build(net, os.path.join(tmp, "chat.wad"))
+        t_build = time.perf_counter() - t0
+        info = loaded.infos[0]
+        print(f"\nthe map: 1 map, {info['inference_tics']} tics per step, built in "
+              f"{t_build:.0f} s; dolls {c['total']['dolls']:,}, doors {c['total']['doors']:,}, "
+              f"weighted lines (census) {c['total']['lines']:,}, levels "
+              f"{c['total']['levels']}")
+        for k, v in c.items():
+            if k != "total":
+                print(f"  {k:40} dolls {v['dolls']:5}  doors {v['doors']:6}  lines "
+                      f"{v['lines']:7}")
+        for k, v in resources(net, loaded):
+            print(f"  {k:40} {v}")
+        if args.engine:
+            exact = chars = tics = 0
+            secs = 0.0
+            with MapRunner(loaded.path, info) as runner:
+                for q in qs[:args.engine]:
+                    r = run_chat(loaded, model.cfg, q, None, False, runner)
+                    exact += r.tokens.endswith("EXACT")
+                    chars, tics, secs = chars + r.steps, tics + r.tics, secs + r.seconds
+                    print(f"  engine {q!r}: {r.reply!r}  {r.tokens}", flush=True)
+            n = min(args.engine, len(qs))
+            print(f"\nengine: {exact}/{n} prompts EXACT; {tics / chars:.0f} tics per character, "
+                  f"{chars / secs:.3f} characters per second ({1e3 * secs / chars:.0f} ms, "
+                  f"{secs / chars / base:.0f}x the torch float forward)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

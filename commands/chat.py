@@ -1,0 +1,24 @@
+"""`build.py chat`: the checked-in chat model (circuits/chat.dnet, docs/chat.md) in one
+map, wads/chat.wad; with --prompt, the reply written by the network in ViZDoom, every step
+compared with the reference: `tokens N/N EXACT` (the demo itself is demos/chat.py)."""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--prompt", action="append", default=[],
+                   help="a question to ask in the map (repeat for several); without one the "
+                        "WAD is only built")
+    p.add_argument("--seed", type=int, help="sample with seeded Gumbel noise (default: greedy "
+                                            "with the repetition penalty)")
+    p.add_argument("--debug", action="store_true",
+                   help="also read back every light (every state element) at every step")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop each run after N steps (a sample of its first steps)")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/chat.wad)")
+
+
+def run(args) -> int:
+    from demos.chat import main
+
+    return main(args.prompt, seed=args.seed, debug=args.debug, output=args.output,
+                max_steps=args.max_steps)

@@ -1,0 +1,255 @@
+"""Training the chat models on the corpus, measuring them, and the checked-in results.
+
+Owns the three configurations of issue 21 (docs/chat.md, "The trained models"): `chat`,
+the largest that plays well in one map; `large` (d_model 16); `microbit`, the size of the
+micro:bit model (d_model 40, 2 layers, 3 experts). Each is trained seeded on the CPU:
+float epochs (the closed-form forward, every step at once), the choice's bias calibrated,
+then quantisation-aware epochs through the exact integer forward (straight-through), with
+the float loss kept so the two forwards agree. Measured on the held-out exchanges:
+next-character accuracy of the float and the integer forward (every character, and the
+reply's), and how often the two choose the same character.
+
+    python -m models.chat_train --config chat            # the checked-in files, no training
+    python -m models.chat_train --config chat --retrain  # train again; identical?
+
+writes models/data/chat_<config>.pt (the torch state) and, for `chat`,
+circuits/chat.dnet (the netlist, with the figures in its header).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from dsl.diagnostics import VoodooError
+from models import chat_corpus
+from models.chat_lm import ChatConfig, ChatLM
+
+ROOT = chat_corpus.ROOT
+CONFIGS = {
+    # heads 4, kv_div 14, v_max 5, beta 0.12, router_in_max 1, mlp 10, gelu_max 16,
+    # choice_max 12: what fits one map's 65,535 sectors (docs/chat.md, "What fits one map")
+    "chat": ChatConfig(d_model=8, heads=4, layers=2, experts=2, mlp=10, router_hidden=16,
+                       s_norm=48, kv_div=14, v_max=5, beta=0.12, router_in_max=1,
+                       gelu_max=16, choice_max=12, s_choice=12),
+    "large": ChatConfig(d_model=16, heads=4, layers=2, experts=2, mlp=32, router_hidden=32,
+                        s_norm=48),
+    "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
+                           router_hidden=32, s_norm=48),
+}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    float_epochs: int = 40
+    qat_epochs: int = 6
+    lr: float = 0.03
+    qat_lr: float = 0.01
+    batch: int = 32
+    qat_batch: int = 64
+    balance: float = 0.05      # weight of the router's load-balancing loss
+    seed: int = 0
+
+
+SCHEDULES = {"chat": Schedule(qat_epochs=4), "large": Schedule(), "microbit": Schedule(qat_epochs=3)}
+
+
+def weights_path(name: str) -> str:
+    return os.path.join(chat_corpus.DATA, f"chat_{name}.pt")
+
+
+NETLIST_PATH = os.path.join(ROOT, "circuits", "chat.dnet")
+
+
+# --------------------------------------------------------------------------------- data
+def batch_of(texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids (n, steps + 1), mask (n, steps)): each exchange's characters, padded with
+    newlines; the mask marks the steps whose next character is part of the exchange."""
+    n = max(len(t) for t in texts)
+    x = np.full((len(texts), n), chat_corpus.NEWLINE, dtype=np.int64)
+    mask = np.zeros((len(texts), n - 1), dtype=bool)
+    for r, t in enumerate(texts):
+        ids = chat_corpus.encode(t)
+        x[r, :len(ids)] = ids
+        mask[r, :len(ids) - 1] = True
+    return torch.from_numpy(x), torch.from_numpy(mask)
+
+
+def reply_mask(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The steps whose next character belongs to the answer (after the question's newline)."""
+    seen = (x[:, :-1] == chat_corpus.NEWLINE).long().cumsum(1) >= 1
+    return mask & seen
+
+
+# ----------------------------------------------------------------------------- training
+def _loss(model: ChatLM, x, mask, mode: str, balance: float):
+    aux: list = []
+    logits = model(x[:, :-1], mode=mode, aux=aux)
+    ce = torch.nn.functional.cross_entropy(logits[mask].float() / model.cfg.logit_unit,
+                                           x[:, 1:][mask])
+    if not aux:  # the integer forward has no probabilities to balance
+        return ce, ce
+    prob = torch.stack([a[0] for a in aux]).reshape(-1, model.cfg.experts)
+    hard = torch.stack([a[1] for a in aux]).reshape(-1, model.cfg.experts)
+    # Switch-transformer balance: experts * sum_e (share of steps routed to e) * (mean p_e)
+    lb = model.cfg.experts * (hard.mean(0) * prob.mean(0)).sum()
+    return ce, ce + balance * lb
+
+
+def _epochs(model: ChatLM, x, mask, modes, epochs: int, lr: float, sch: Schedule, seed: int,
+            bar=None) -> None:
+    opt = torch.optim.Adam(model.param_groups(lr))
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(epochs, 1))
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        total, n = 0.0, 0
+        size = sch.qat_batch if "qat" in modes else sch.batch
+        for idx in torch.randperm(len(x), generator=g).split(size):
+            loss = 0.0
+            for mode in modes:
+                ce, full = _loss(model, x[idx], mask[idx], mode, sch.balance)
+                loss = loss + full
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1e3)
+            opt.step()
+            model.keep_in_lights()
+            total, n = total + float(ce.detach()) * len(idx), n + len(idx)
+        sched.step()
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(mode=modes[0], ce=f"{total / n:.3f}")
+
+
+def calibrate_choice(model: ChatLM, x) -> int:
+    """The choice's bias: the 80% quantile of each step's largest integer logit lands at
+    the top of the score range. (At the 99.5% quantile, with 12 levels, most steps had
+    every score clamped to 0, a tie the newline, symbol 0, won: empty replies.)"""
+    cfg = model.cfg
+    with torch.no_grad():
+        top = model(x[:, :-1], mode="int").max(-1).values.flatten().float()
+    q = float(torch.quantile(top, 0.8))
+    bias = int(cfg.s_choice * cfg.choice_max - round(q))
+    model.choice_bias.fill_(bias)
+    return bias
+
+
+def fit(model: ChatLM, texts: list[str], sch: Schedule, progress: bool = True) -> ChatLM:
+    from tqdm import tqdm
+
+    torch.manual_seed(sch.seed)
+    x, mask = batch_of(texts)
+    with tqdm(total=sch.float_epochs + sch.qat_epochs, disable=not progress,
+              desc="train", file=sys.stderr) as bar:
+        _epochs(model, x, mask, ("float",), sch.float_epochs, sch.lr, sch, sch.seed, bar)
+        calibrate_choice(model, x)
+        _epochs(model, x, mask, ("qat", "float"), sch.qat_epochs, sch.qat_lr, sch,
+                sch.seed + 1, bar)
+    calibrate_choice(model, x)
+    return model
+
+
+def train(name: str, progress: bool = True, schedule: Schedule | None = None) -> ChatLM:
+    sch = schedule or SCHEDULES[name]
+    torch.manual_seed(sch.seed)
+    model = ChatLM(CONFIGS[name], sch.seed)
+    return fit(model, chat_corpus.load("train"), sch, progress)
+
+
+# ---------------------------------------------------------------------------- measuring
+@dataclass
+class Report:
+    float_acc: float
+    int_acc: float
+    agreement: float
+    float_reply: float
+    int_reply: float
+    chars: int
+
+    def __str__(self) -> str:
+        return (f"held-out {self.chars} characters: next-character accuracy float "
+                f"{self.float_acc:.2%}, integer {self.int_acc:.2%} (replies only: float "
+                f"{self.float_reply:.2%}, integer {self.int_reply:.2%}); float/integer "
+                f"agreement {self.agreement:.2%}")
+
+
+def evaluate(model: ChatLM, texts: list[str]) -> Report:
+    x, mask = batch_of(texts)
+    with torch.no_grad():
+        f = model(x[:, :-1], mode="float").argmax(-1)
+        i = model(x[:, :-1], mode="int").argmax(-1)
+    y, rep = x[:, 1:], reply_mask(x, mask)
+
+    def acc(p, m):
+        return float(((p == y) & m).sum()) / max(int(m.sum()), 1)
+    return Report(acc(f, mask), acc(i, mask), float(((f == i) & mask).sum()) / int(mask.sum()),
+                  acc(f, rep), acc(i, rep), int(mask.sum()))
+
+
+# --------------------------------------------------------------------------------- files
+def load(name: str = "chat") -> ChatLM:
+    """The checked-in trained model of a configuration (no training)."""
+    path = weights_path(name)
+    if not os.path.exists(path):
+        raise VoodooError(f"{path}: no trained '{name}' model is checked in\n    hint: "
+                          f"python -m models.chat_train --config {name} --retrain")
+    return ChatLM.from_state(torch.load(path, weights_only=True))
+
+
+def _same(a: ChatLM, b: ChatLM) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m models.chat_train",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--config", choices=sorted(CONFIGS), default="chat")
+    p.add_argument("--retrain", action="store_true",
+                   help="train again and say whether the result equals the checked-in one")
+    p.add_argument("--write", action="store_true", help="write the (re)trained files")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)  # a small model: threads only contend
+    try:
+        if args.retrain:
+            model = train(args.config, progress=not args.no_progress)
+            if os.path.exists(weights_path(args.config)):
+                same = _same(model, load(args.config))
+                print(f"retrained '{args.config}': "
+                      f"{'identical to' if same else 'DIFFERENT from'} the checked-in weights")
+        else:
+            model = load(args.config)
+        report = evaluate(model, chat_corpus.load("heldout"))
+        print(report)
+        if args.write or (args.retrain and not os.path.exists(weights_path(args.config))):
+            _write(args.config, model, report)
+        return 0
+    except VoodooError as e:
+        print(str(e), file=sys.stderr)
+        return e.exit_code
+
+
+def _write(name: str, model: ChatLM, report: Report) -> None:
+    import io
+
+    from dsl.util import atomic_write
+    from models.chat_dnet import to_dnet
+
+    buf = io.BytesIO()
+    torch.save(model.state(), buf)
+    atomic_write(weights_path(name), buf.getvalue())
+    print(f"wrote {os.path.relpath(weights_path(name), ROOT)}")
+    if name == "chat":
+        comment = (f"The trained chat model (python -m models.chat_train --config chat): "
+                   f"docs/chat.md.\n{report}")
+        atomic_write(NETLIST_PATH, to_dnet(model, "chat", comment).encode())
+        print(f"wrote {os.path.relpath(NETLIST_PATH, ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
