@@ -58,7 +58,10 @@ def _exit_on_signals() -> dict:
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints where a stuck command waits
         import faulthandler
 
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        try:
+            faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+        except (AttributeError, ValueError, OSError):  # no real stderr (run in-process)
+            pass
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             previous[sig] = signal.signal(sig, stop)

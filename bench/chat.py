@@ -95,7 +95,8 @@ def sizes() -> None:
     from dataclasses import replace
 
     from mapgen.tiles import plan_tiles
-    from models.chat_dnet import census, netlist
+    from demos.chat_census import census
+    from models.chat_dnet import netlist
     from models.chat_lm import ChatLM
     from models.chat_train import CONFIGS, load, weights_path
 

@@ -18,7 +18,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from demos.chat import main
+    import os
 
-    return main(args.prompt, seed=args.seed, debug=args.debug, output=args.output,
-                max_steps=args.max_steps)
+    from commands.common import output_path, writing
+    from demos.chat import CHAT_DNET, main
+    from mapgen.compile import WADS
+
+    out = output_path(args.output, os.path.join(WADS, "chat.wad"), sources=(CHAT_DNET,))
+    with writing(out, "the WAD"):
+        return main(args.prompt, seed=args.seed, debug=args.debug, output=out,
+                    max_steps=args.max_steps)

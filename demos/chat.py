@@ -76,7 +76,6 @@ def build(net, out: str, room: bool = True):
     """Compile the netlist into one map (with the player's room around the hall: prompt
     pedals and the letter wall, demos/chat_map.py) and write the WAD; returns its loaded
     form (mapgen.compile.load_wad)."""
-    from commands.common import writing
     from mapgen.compile import compile_netlist, load_wad, write_wad
 
     if room:
@@ -84,8 +83,7 @@ def build(net, out: str, room: bool = True):
         m = build_room(net).compiled
     else:
         m = compile_netlist(net, title="chat")
-    with writing(out, "the WAD"):
-        write_wad(out, [m], net, None)
+    write_wad(out, [m], net, None)
     return load_wad(out)
 
 
@@ -139,16 +137,17 @@ def run_chat(loaded, cfg, prompt: str, seed: int | None = None, debug: bool = Fa
 
 def main(prompts: list[str], seed: int | None = None, debug: bool = False,
          output: str | None = None, dnet: str = CHAT_DNET, max_steps: int | None = None) -> int:
-    """`build.py chat`: build wads/chat.wad; run each prompt; 0 if every step of every
-    prompt is EXACT, 4 on a mismatch (as `run`)."""
-    from commands.common import WADS, output_path
+    """`build.py chat`: build the WAD `output` (the command resolves and checks its path;
+    default wads/chat.wad); run each prompt; 0 if every step of every prompt is EXACT, 4 on
+    a mismatch (as `run`)."""
     from engine.runner import MapRunner
+    from mapgen.compile import WADS
 
     if seed is not None and not 0 <= seed < 2 ** 63:
         raise VoodooError(f"--seed {seed}: give a seed of 0 or more")
     if max_steps is not None and max_steps < 1:
         raise VoodooError(f"--max-steps {max_steps}: give at least 1 step")
-    out = output_path(output, os.path.join(WADS, "chat.wad"), sources=(dnet,))
+    out = output or os.path.join(WADS, "chat.wad")
     cfg = load_model().cfg
     for p in prompts:
         check_prompt(p, cfg)

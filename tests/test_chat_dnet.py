@@ -7,7 +7,8 @@ import re
 import pytest
 import torch
 
-from models.chat_dnet import census, netlist, run_steps, to_dnet
+from demos.chat_census import census
+from models.chat_dnet import netlist, run_steps, to_dnet
 from models.chat_lm import ChatConfig, ChatLM, generate
 
 TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5)

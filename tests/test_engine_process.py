@@ -22,9 +22,12 @@ MLP3 = os.path.join(ROOT, "circuits", "mlp3.dnet")
 def start(*args, cwd, tmpdir, tag=None):
     env = {**os.environ, "VOODOO_QUIET": "1", "TMPDIR": str(tmpdir),
            "VOODOO_ORPHAN_TAG": tag or "none"}
+    # Ctrl-C as in a terminal: a test worker that ran ViZDoom in-process may have left SIGINT
+    # ignored, and a child inherits that (the command then never saw the signals below).
     return subprocess.Popen([sys.executable, os.path.join(ROOT, "build.py"), *args], cwd=cwd,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def cli(*args, cwd, tmpdir):
@@ -184,12 +187,17 @@ def _ended(p, timeout=60):
     try:
         return p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                masks = [ln.strip() for ln in f if ln.startswith(("SigIgn", "SigCgt"))]
+        except OSError:
+            masks = []
         p.send_signal(signal.SIGUSR1)
         time.sleep(3)
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        pytest.fail(f"the command did not exit {timeout} s after the signal; its stacks:\n"
-                    f"{err[-6000:]}")
+        pytest.fail(f"the command did not exit {timeout} s after the signal ({masks}); its "
+                    f"stacks:\n{err[-6000:]}")
 
 
 def _wait_for_engines(p, tag, n=1, timeout=120):
