@@ -26,6 +26,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -209,15 +210,8 @@ def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
     from models.seq_quant import QuantStack
 
     torch = _torch()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a fixed summation order: the same integers every time
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.teacher_epochs + cfg.epochs + cfg.qat_epochs,
-                   desc=f"train {cfg.name}", unit="epoch", file=sys.stderr)
-    try:
+    with _training(f"train {cfg.name}", cfg.teacher_epochs + cfg.epochs + cfg.qat_epochs,
+                   progress) as bar:
         imgs, labels = split.train_images, split.train_labels
         teacher = _teacher(cfg, split, bar) if cfg.teacher_epochs else None
         torch.manual_seed(cfg.seed)
@@ -232,6 +226,22 @@ def train(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
         q, s = _quantise(cfg, student, cfg.weight_bits, cfg.clamp, cfg.qat_epochs, 2, teacher,
                          split, bar)
         return TrainedCNN(cfg, q, s, float_acc, float_pred, logits)
+
+
+@contextmanager
+def _training(desc: str, epochs: int, progress: bool):
+    """Torch on one thread (a fixed summation order: the same integers every time) and a
+    progress bar of `epochs` (None without `progress`); both undone on the way out."""
+    torch = _torch()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=epochs, desc=desc, unit="epoch", file=sys.stderr)
+    try:
+        yield bar
     finally:
         if bar is not None:
             bar.close()
@@ -272,23 +282,12 @@ def widen(cfg: CNNConfig, split, progress: bool = True) -> TrainedCNN:
     torch = _torch()
     base = member(replace(cfg, widen=()), split, progress)
     bits, clamp, epochs = cfg.widen
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=epochs, desc=f"widen {cfg.name}", unit="epoch", file=sys.stderr)
-    try:
+    with _training(f"widen {cfg.name}", epochs, progress) as bar:
         torch.manual_seed(cfg.seed + 2000)
         teacher = _teacher(cfg, split, None) if cfg.teacher_epochs else None
         q, s = _quantise(cfg, copy.deepcopy(base.stack.model), bits, clamp, epochs, 3,
                          teacher, split, bar)
         return TrainedCNN(cfg, q, s, base.float_acc, base.float_pred, base.float_logits)
-    finally:
-        if bar is not None:
-            bar.close()
-        torch.set_num_threads(threads)
 
 
 def _teacher(cfg: CNNConfig, split, bar):
