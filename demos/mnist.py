@@ -21,10 +21,19 @@ def run(args) -> int:
 
     data = _digits(args)
     tiles, maps, out = _compile(data["net"], args, args.output or default_wad("mnist"))
-    res = _run_engine(data, tiles, maps, out, args.workers, getattr(args, "pipeline", True),
+    workers = args.workers or default_workers(len(maps))
+    res = _run_engine(data, tiles, maps, out, workers, getattr(args, "pipeline", True),
                       getattr(args, "ray", None))
-    _report(data, tiles, maps, res, out, args.workers)
+    _report(data, tiles, maps, res, out, workers)
     return 0 if res["exact"] == data["n"] else 1
+
+
+def default_workers(maps: int) -> int:
+    """Engines for a run of `maps` maps: one per map (at least 2, at most 8), even beyond
+    the cores. An engine given two maps changes map for every chunk, and loading one of the
+    CNN's maps takes about 11 s; measured on 2 cores, the CNN's 3 maps on 2 engines took
+    4.24 s per digit, on 3 engines 1.94 s."""
+    return max(2, min(8, maps))
 
 
 def _digits(args) -> dict:
@@ -163,9 +172,11 @@ def _report(data, tiles, maps, res, out: str, workers: int) -> None:
     _path_png(tiles, maps, net, data["X"][0], data["images"][0], int(labels[0]),
               base + "-path.png")
     print(f"pictures: {base}-confusion.png {base}-path.png")
-    f = "-" if acc_float is None else f"{acc_float:.1f}%"
+    # Two decimals: on 2,000 digits one digit is 0.05%, and one decimal would round the
+    # CNN's 98.65% integer accuracy up to its float 98.70%.
+    f = "-" if acc_float is None else f"{acc_float:.2f}%"
     print(f"engine==reference {exact}/{n} {'EXACT' if exact == n else 'MISMATCH'}; "
-          f"accuracy float {f} int {acc_int:.1f}% engine {acc_eng:.1f}%")
+          f"accuracy float {f} int {acc_int:.2f}% engine {acc_eng:.2f}%")
 
 
 def _confusion_png(labels, pred, path: str, n: int) -> None:

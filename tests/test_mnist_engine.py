@@ -48,3 +48,11 @@ def test_forced_tiles_give_the_same_outputs_as_one(tmp_path, small, n):
     assert tiles == n
     assert (many == one).all()
     assert (one == np.asarray(evaluate(net, X).last_outputs())).all()
+
+
+def test_a_tiled_run_gets_one_engine_per_map():
+    # An engine given two maps reloads one for every chunk (about 11 s for the CNN's maps),
+    # so the default is one engine per map, even beyond the cores: at least 2, at most 8.
+    from demos.mnist import default_workers
+
+    assert [default_workers(n) for n in (1, 2, 3, 5, 8, 9, 40)] == [2, 2, 3, 5, 8, 8, 8]
