@@ -197,6 +197,18 @@ def _gate_floor(cfg: ChatConfig, decays) -> int:
     return min((t.lo for t in tabs if any(t.values)), default=0)
 
 
+def clamped_qk(cfg) -> bool:
+    """Whether q and k go through a clamp to 0..qk_max. The router's one-hot makes every
+    expert but one give 0, which the interval analysis cannot see: it bounds q by
+    experts * qk_max, and a readout (a head's dh products q z, or q S) by dh times that
+    times z's or S's bound. Where that proof passes a light's 16 bits (the micro:bit size:
+    1 head of 40, 3 experts, 0..43,200), the clamp, which never binds, gives the proof the
+    true range."""
+    EQ = cfg.experts * cfg.qk_max
+    z = cfg.gate_max * cfg.z_max // cfg.gate_unit + EQ
+    return cfg.head_dim * EQ * max(z, cfg.state_max) > LIGHT_LIMIT
+
+
 def _write_layer(w: _Net, l: int) -> None:
     cfg, m = w.cfg, w.model
     d, E, Vm, sv = cfg.d_model, cfg.experts, cfg.v_max, cfg.s_v
@@ -222,7 +234,10 @@ def _write_layer(w: _Net, l: int) -> None:
             _gated(w, f"g{l}_{e}_{i}", None, f"lut(gate{dec})", e, B["g"], y,
                    W["g"][0][e][i:i + 1], W["g"][1][e][i:i + 1])
     for n in "qkv":
-        w.vec(f"{n}{l}", d, "identity")
+        # q and k are an identity of the experts' sum unless the readout's proof needs
+        # their true range (clamped_qk): the same values, a doll each.
+        kind = f"relu(s=1, max={cfg.qk_max})" if n in "qk" and clamped_qk(cfg) else "identity"
+        w.vec(f"{n}{l}", d, kind)
         for e in range(E):
             w.diag(f"{n}{l}_{e}", f"{n}{l}", d)
     w.bias(f"v{l}", [-Vm] * d)

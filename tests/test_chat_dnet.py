@@ -89,3 +89,24 @@ def test_census_counts_every_doll_of_the_map(tiny_net):
     # a product is two lanes: the readout has 2 per product element
     n_products = 2 * 2 * (TINY.head_dim * TINY.head_dim + TINY.head_dim)
     assert parts["state readout products (q S, q z)"]["dolls"] <= 2 * n_products
+
+
+# One head of 32 and 3 experts: the readout's proof with q and k bounded by experts * 8
+# passes a light's 16 bits (as the micro:bit size does), so q and k are clamped.
+WIDE = ChatConfig(d_model=32, heads=1, layers=1, experts=3, mlp=4, router_hidden=4)
+
+
+def test_a_readout_too_wide_to_prove_gets_q_and_k_clamped_and_stays_exact(monkeypatch):
+    import models.chat_dnet as cd
+    from dsl.diagnostics import VoodooError
+
+    torch.manual_seed(0)
+    model = ChatLM(WIDE, seed=3)
+    model.keep_in_lights()
+    assert cd.clamped_qk(WIDE) and not cd.clamped_qk(TINY)
+    net = netlist(model, "wide", recurrent=False)
+    steps = run_steps(net, model, "hi", 2)
+    assert _compare(steps, generate(model, "hi", 2, trace=True).trace, WIDE) == []
+    monkeypatch.setattr(cd, "clamped_qk", lambda cfg: False)
+    with pytest.raises(VoodooError, match=r"accumulator of 'ld0_0'.*beyond the light"):
+        netlist(model, "wide", recurrent=False)
