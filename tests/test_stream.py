@@ -189,16 +189,40 @@ def test_killing_an_engine_mid_run_loses_no_inference(tmp_path):
     assert events.count(("done", 1)) == 8   # 8 chunks through tile 2: none lost, none twice
 
 
+class _ReadyTogether:
+    """Real engine processes (LocalEngines) whose first "ready" events are held until
+    every engine has started: one engine starting seconds later than the other (a loaded
+    machine) would otherwise let the first run every chunk before the second could take
+    any, and no schedule could overlap them."""
+
+    def __init__(self, backend, engines: int):
+        self.backend, self.engines, self.held = backend, engines, []
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def events(self, timeout: float) -> list[tuple]:
+        out = self.backend.events(timeout)
+        if self.engines is None:
+            return out
+        self.held += [e for e in out if e[1] == "ready"]
+        out = [e for e in out if e[1] != "ready"]
+        if len(self.held) < self.engines:
+            return out
+        self.engines = None
+        return self.held + out
+
+
 def test_stages_work_at_the_same_time(tmp_path):
     """While tile 2's engine runs chunk i, tile 1's runs a later chunk (streaming): some
     task of stage 2 and some task of stage 1 on a later chunk were both under way at once."""
     import time
 
-    from engine.tiled import run_tiled
+    from engine.tiled import LocalEngines
     from mapgen.compile import write_wad
     from mapgen.tiles import compile_tiles
 
-    net, tiles, X, _ = _setup(n_tiles=2, samples=24)
+    net, tiles, X, chunks = _setup(n_tiles=2, samples=24, chunk=3)
     maps = compile_tiles(tiles, "mlp3")
     wad = str(tmp_path / "mlp3.wad")
     write_wad(wad, maps)
@@ -208,8 +232,10 @@ def test_stages_work_at_the_same_time(tmp_path):
         if event in ("submit", "done"):
             span.setdefault(task, []).append(time.monotonic())
 
-    got, _ = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=3,
-                       watch=watch)
+    backend = LocalEngines(wad, [m.manifest for m in maps],
+                           [(t.inputs, t.outputs) for t in tiles], True)
+    finished = _run(_ReadyTogether(backend, 2), tiles, chunks, 2, watch=watch)
+    got, _ = collect(finished, net, len(X))
     assert got == evaluate(net, X).last_outputs().tolist()
     assert any(c0 > c1 and a0 < b1 and a1 < b0
                for (c1, s1), (a1, b1) in span.items() if s1 == 1
