@@ -3,7 +3,8 @@
 
     python bench/chat.py                 # every figure; the 20 prompts' replies in the engine
     python bench/chat.py --engine 2      # only the first 2 prompts in the engine (slow: a
-                                         # step is ~1,700 tics of ViZDoom)
+                                         # step is ~1,300 tics of ViZDoom)
+    python bench/chat.py --workers 2     # engines at once (default 2, one per core here)
     python bench/chat.py --sizes         # the configurations' maps: dolls, doors, tiles
 
 Prints, for the checked-in model (models/data/chat_chat.pt, circuits/chat.dnet):
@@ -120,14 +121,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--engine", type=int, default=20, help="prompts to run in the engine")
     p.add_argument("--prompts", type=int, default=20)
+    p.add_argument("--workers", type=int, default=2, help="engines at once (default 2)")
     p.add_argument("--sizes", action="store_true", help="only the configurations' sizes")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.sizes:
         sizes()
         return 0
-    from demos.chat import build, load_model, load_net, run_chat
-    from engine.runner import MapRunner
+    from demos.chat import build, load_model, load_net
     from models.chat_dnet import census
     from models.chat_train import evaluate
 
@@ -172,19 +173,62 @@ def main(argv=None) -> int:
         for k, v in resources(net, loaded):
             print(f"  {k:40} {v}")
         if args.engine:
-            exact = chars = tics = 0
-            secs = 0.0
-            with MapRunner(loaded.path, info) as runner:
-                for q in qs[:args.engine]:
-                    r = run_chat(loaded, model.cfg, q, None, False, runner)
-                    exact += r.tokens.endswith("EXACT")
-                    chars, tics, secs = chars + r.steps, tics + r.tics, secs + r.seconds
-                    print(f"  engine {q!r}: {r.reply!r}  {r.tokens}", flush=True)
-            n = min(args.engine, len(qs))
-            print(f"\nengine: {exact}/{n} prompts EXACT; {tics / chars:.0f} tics per character, "
-                  f"{chars / secs:.3f} characters per second ({1e3 * secs / chars:.0f} ms, "
-                  f"{secs / chars / base:.0f}x the torch float forward)")
+            engine_runs(loaded.path, qs[:args.engine], args.workers, base, words)
     return 0
+
+
+def _engine_worker(path: str, qs: list[str], out) -> None:
+    """One engine (a ViZDoom process on the map) running its share of the prompts."""
+    from demos.chat import load_model, run_chat
+    from engine.runner import MapRunner
+    from mapgen.compile import load_wad
+
+    torch.set_num_threads(1)
+    try:
+        loaded = load_wad(path)
+        cfg = load_model().cfg
+        with MapRunner(loaded.path, loaded.infos[0]) as runner:
+            for q in qs:
+                out.put(run_chat(loaded, cfg, q, None, False, runner))
+    except Exception as e:  # noqa: BLE001 -- the parent waits on the queue: tell it
+        out.put(RuntimeError(f"engine worker ({qs}): {type(e).__name__}: {e}"))
+
+
+def engine_runs(path: str, qs: list[str], workers: int, base: float, words: set[str]) -> None:
+    """The prompts in the engine, over `workers` engines at once (each prompt's every step
+    compared with the reference, `==`); characters per second are per engine (each
+    prompt's own wall time), the total wall time beside them."""
+    import multiprocessing as mp
+
+    exact = chars = tics = worded = 0
+    secs = 0.0
+    t0 = time.perf_counter()
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    n = max(1, min(workers, len(qs)))
+    procs = [ctx.Process(target=_engine_worker, args=(path, qs[k::n], out)) for k in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        for _ in qs:
+            r = out.get()
+            if isinstance(r, Exception):
+                raise r
+            exact += r.tokens.endswith("EXACT")
+            worded += only_words(r.reply, words)
+            chars, tics, secs = chars + r.steps, tics + r.tics, secs + r.seconds
+            print(f"  engine {r.prompt!r}: {r.reply!r}  {r.tokens}  ({r.seconds:.0f} s)",
+                  flush=True)
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+    wall = time.perf_counter() - t0
+    print(f"\nengine: {exact}/{len(qs)} prompts EXACT, {worded}/{len(qs)} replies of corpus "
+          f"words only; {tics / chars:.0f} tics per character, {chars / secs:.3f} characters "
+          f"per second per engine ({1e3 * secs / chars:.0f} ms, {secs / chars / base:.0f}x "
+          f"the torch float forward); {wall:.0f} s wall over {workers} engines")
 
 
 if __name__ == "__main__":

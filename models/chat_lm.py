@@ -287,9 +287,17 @@ class _Ops(_TransformerOps):
         if mode not in ("float", "int", "qat"):
             raise VoodooError(f"mode {mode!r}: use float, int or qat")
         self.cfg, self.mode, self.scores = cfg, mode, None
+        self.noise = 0.0     # float: the amplitude of the uniform noise each rounding adds
         self.fns = _float_fns(cfg)
         self.tables = _shared_tables(cfg)
         self._t = {k: torch.tensor(t.values, dtype=torch.long) for k, t in self.tables.items()}
+
+    def _pair(self, f, i) -> _V:
+        """As the transformer's; the float path of training may add a rounding's noise
+        (uniform, `noise` wide) so that the float model learns what the integers keep."""
+        if self.noise and i is None and f is not None:
+            f = f + self.noise * (torch.rand_like(f) - 0.5)
+        return super()._pair(f, i)
 
     def table(self, x: _V, name: str) -> _V:
         t = self.tables[name]
@@ -447,13 +455,14 @@ class ChatLM(nn.Module):
 
     # -- the forward ----------------------------------------------------------------------
     def forward(self, x, mode: str = "float", aux: list | None = None,
-                recurrent: bool | None = None):
+                recurrent: bool | None = None, noise: float = 0.0):
         """x: (batch, steps) character ids, the same steps every row (teacher forcing).
         Returns (batch, steps, vocab) logits: float (float, qat) or exact int64 (int).
         The float forward runs every step at once (the state's closed form, docs/chat.md)
         unless `recurrent`; int and qat run step by step. `aux` (a list) collects the
         router's probabilities and choices."""
         ops = _Ops(self.cfg, mode)
+        ops.noise = noise if mode == "float" else 0.0
         x = torch.as_tensor(x).long()
         if recurrent is None:
             recurrent = mode != "float"
@@ -498,7 +507,11 @@ class ChatLM(nn.Module):
         h = self._embed(ops, c, min(t, self.cfg.context - 1))
         st["A"] = st["A"].zip(self._router_input(ops, h), torch.add)
         n = min(t + 1, self.cfg.context)
-        route = self._router(ops, st["A"], lambda a: torch.full_like(a, n), aux)
+        hard = None
+        if ops.mode == "float":
+            st["Ai"] = st.get("Ai", 0) + self._int_router_input(c, min(t, self.cfg.context - 1))
+            hard = self._int_route(st["Ai"], torch.full_like(st["Ai"], n))
+        route = self._router(ops, st["A"], lambda a: torch.full_like(a, n), aux, hard)
         for layer in range(self.cfg.layers):
             h = self._layer(ops, layer, h, route,
                             lambda *qkvg, l=layer: self._attend(ops, st, l, *qkvg))
@@ -512,7 +525,10 @@ class ChatLM(nn.Module):
         h = self._embed(ops, x, torch.arange(T).clamp(max=self.cfg.context - 1))
         A = self._router_input(ops, h).map(lambda a: a.cumsum(1))
         n = torch.arange(1, T + 1).clamp(max=self.cfg.context).float()
-        route = self._router(ops, A, lambda a: n[None, :, None].expand_as(a), aux)
+        pos = torch.arange(T).clamp(max=self.cfg.context - 1)
+        Ai = self._int_router_input(x, pos).cumsum(1)
+        hard = self._int_route(Ai, n.long()[None, :, None].expand_as(Ai))
+        route = self._router(ops, A, lambda a: n[None, :, None].expand_as(a), aux, hard)
         for layer in range(self.cfg.layers):
             h = self._layer(ops, layer, h, route, self._attend_parallel)
         return ops.lin(_norm(ops, h), *self.head_folded()).f
@@ -523,9 +539,25 @@ class ChatLM(nn.Module):
         s, X = c.s_router_in, c.router_in_max
         return ops.quant(h.map(lambda t: t + s * X), s, 0, 2 * X)
 
-    def _router(self, ops: _Ops, A: _V, count, aux) -> _V:
+    def _int_router_input(self, c, pos) -> torch.Tensor:
+        """The integer router input of characters c at positions pos (no gradient)."""
+        ops = _Ops(self.cfg, "int")
+        with torch.no_grad():
+            return self._router_input(ops, self._embed(ops, c, pos)).i
+
+    def _int_route(self, A: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+        """The integer router's one-hot for integer running sums A: what the float
+        forward routes by. The route is a discrete choice; a float route that differs
+        from the map's (a fifth of the steps did) trains each expert on steps the map
+        gives the other, and the integer forward lost half its accuracy to it."""
+        with torch.no_grad():
+            return self._router(_Ops(self.cfg, "int"), _V(None, A), lambda a: count,
+                                None).i.float()
+
+    def _router(self, ops: _Ops, A: _V, count, aux, hard=None) -> _V:
         """The router over the running mean A / count (docs/chat.md, "The router"): a
-        one-hot (..., experts); its float path passes the softmax's gradient through."""
+        one-hot (..., experts); its float path passes the softmax's gradient through,
+        choosing `hard` (the integer route) when given."""
         c = self.cfg
         r, rho = self.router, c.router_mean_scale
         m = ops.ratio(A, A.map(count), "mean", rho, c.mean_max).map(
@@ -537,8 +569,9 @@ class ChatLM(nn.Module):
             pick.i = nn.functional.one_hot(logits.i.argmax(-1), c.experts)
         if logits.f is not None:
             prob = torch.softmax(logits.f, -1)
-            hard = pick.i.float() if pick.i is not None else \
-                nn.functional.one_hot(logits.f.argmax(-1), c.experts).float()
+            if hard is None:
+                hard = pick.i.float() if pick.i is not None else \
+                    nn.functional.one_hot(logits.f.argmax(-1), c.experts).float()
             pick.f = hard + prob - prob.detach()
             if aux is not None:
                 aux.append((prob, hard))

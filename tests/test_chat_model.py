@@ -10,7 +10,7 @@ import torch
 
 from dsl.diagnostics import VoodooError
 from models import chat_corpus
-from models.chat_lm import (ChatConfig, ChatLM, _decayed, _rdiv, choose, gate_table,
+from models.chat_lm import (ChatConfig, ChatLM, _decayed, _Ops, _rdiv, _V, choose, gate_table,
                             generate, gumbel_table, noise, noise_range, tables)
 
 TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5)
@@ -134,6 +134,42 @@ def test_the_closed_form_float_forward_is_the_recurrent_one(tiny):
     assert torch.allclose(a, b, rtol=1e-4, atol=1e-3)
     with pytest.raises(VoodooError, match="parallel"):
         tiny(x, mode="int", recurrent=False)
+
+
+def test_the_float_forward_routes_as_the_integers_do(tiny):
+    """Every step's expert in the float forward (at once and step by step) is the one the
+    integer router picks (the qat forward's route is the integer one): the float model
+    trains each expert on the steps the map gives it."""
+    x = torch.randint(0, TINY.vocab, (4, 30), generator=torch.Generator().manual_seed(5))
+    routes = {}
+    for mode, rec in (("qat", None), ("float", False), ("float", True)):
+        aux: list = []
+        with torch.no_grad():
+            tiny(x, mode=mode, aux=aux, recurrent=rec)
+        hard = torch.stack([a[1] for a in aux]).reshape(-1, TINY.experts)
+        if rec is False:  # one record of every step at once: (batch, steps, experts)
+            hard = hard.reshape(4, 30, -1).transpose(0, 1).reshape(-1, TINY.experts)
+        routes[(mode, rec)] = hard
+    assert routes[("qat", None)].sum(-1).eq(1).all()
+    assert len(set(routes[("qat", None)].argmax(-1).tolist())) > 1   # both experts used
+    assert torch.equal(routes[("float", True)], routes[("qat", None)])
+    assert torch.equal(routes[("float", False)], routes[("qat", None)])
+
+
+def test_rounding_noise_is_seeded_float_only_and_a_rounding_wide(tiny):
+    x = torch.randint(0, TINY.vocab, (2, 12), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        clean = tiny(x, mode="float")
+        torch.manual_seed(4)
+        a = tiny(x, mode="float", noise=1.0)
+        torch.manual_seed(4)
+        b = tiny(x, mode="float", noise=1.0)
+        assert torch.equal(a, b) and not torch.equal(a, clean)
+        assert torch.equal(tiny(x, mode="int", noise=1.0), tiny(x, mode="int"))
+        ops = _Ops(TINY, "float")
+        ops.noise = 1.0
+        v = ops.quant(_V(torch.zeros(1000), None), 1, -5, 5).f
+        assert v.abs().max() <= 0.5 and v.std() > 0.25   # uniform on -1/2..1/2
 
 
 def test_gradients_reach_every_parameter_in_float_and_qat(tiny):
