@@ -72,20 +72,14 @@ def reference_reply(net, model, prompt: str) -> list[int]:
     return [int(res.value[0, t, net.outputs[iy]]) for t in range(steps)]
 
 
-def resources(net, loaded) -> list[tuple[str, str]]:
-    import numpy as np
-
+def resources(net) -> list[tuple[str, str]]:
     weights = sum(len(n.weights) + 1 for n in net.nodes if not n.is_input)
     tables = sum(len(getattr(n.gate, "table", ())) for n in net.nodes)
     uniq_tables = len({getattr(n.gate, "table", None) for n in net.nodes} - {None})
     state = sum(1 for n in net.nodes if n.is_prev)
-    info = loaded.infos[0]
-    rep = info.get("resources", {})
-    del np
     return [("weights + biases (connections)", f"{weights:,}"),
             ("table entries (all lookups)", f"{tables:,} ({uniq_tables} distinct tables)"),
             ("state kept between steps (prev nodes)", f"{state}"),
-            ("lights", f"{len(info.get('lights', [])) or rep.get('lights', '?')}"),
             ("micro:bit model", f"{MICROBIT_BYTES:,} bytes")]
 
 
@@ -129,7 +123,8 @@ def main(argv=None) -> int:
         sizes()
         return 0
     from demos.chat import build, load_model, load_net
-    from models.chat_dnet import census
+    from demos.chat_census import census
+    from models.chat_dnet import netlist
     from models.chat_train import evaluate
 
     model, net = load_model(), load_net()
@@ -155,8 +150,7 @@ def main(argv=None) -> int:
     print(f"\nper character ({steps} steps): torch float {1e3 * base:.2f} ms (1.00), torch "
           f"integer {1e3 * t_int / steps:.2f} ms ({t_int / t_float:.2f}x), NumPy reference "
           f"of the netlist {1e3 * t_ref / steps:.2f} ms ({t_ref / t_float:.2f}x)")
-    c = census(__import__("models.chat_dnet", fromlist=["netlist"]).netlist(
-        model, "chat", recurrent=False))
+    c = census(netlist(model, "chat", recurrent=False))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         loaded = build(net, os.path.join(tmp, "chat.wad"))
@@ -170,7 +164,7 @@ def main(argv=None) -> int:
             if k != "total":
                 print(f"  {k:40} dolls {v['dolls']:5}  doors {v['doors']:6}  lines "
                       f"{v['lines']:7}")
-        for k, v in resources(net, loaded):
+        for k, v in resources(net):
             print(f"  {k:40} {v}")
         if args.engine:
             engine_runs(loaded.path, qs[:args.engine], args.workers, base, words)
