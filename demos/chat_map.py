@@ -36,7 +36,7 @@ from mapgen.udmf import MapModel, Sector, Thing
 from models.chat_corpus import VOCAB, encode
 
 from engine.visitor import GalleryDriver
-from mapgen.room import box, finish_hall
+from mapgen.room import SKY, box, finish_hall
 
 PROMPTS = ("hi", "what is a doll?", "what does a door do?", "who are you?")
 SCRIPT_PEDAL = 30                # 30..: the pedal of prompt 0, 1, ...
@@ -89,8 +89,10 @@ def _room(m: MapModel) -> SimpleNamespace:
     lanes as trenches in one floor, mapgen/room.py, is one sector with a thousand holes:
     ViZDoom's node builder crashed on it at this size, so the lanes stay in the void.)"""
     x0, y0, x1, y1 = -2048.0, 0.0, -256.0, 1024.0
+    # A sky ceiling: GZDoom's OpenGL renderer draws nothing from a map's start until a
+    # frame shows sky (docs/gzdoom.md, "the black start"); under FLAT19 the room was black.
     room = m.rect_sector(x0, y0, x1, y1, Sector(0, 256, 160, floor_tex="FLOOR4_8",
-                                                ceil_tex="FLAT19", comment="chat room"),
+                                                ceil_tex=SKY, comment="chat room"),
                          tex="MARBLE1")
     return SimpleNamespace(room=room, floor=0, ceil=256, cx=(x0 + x1) / 2, y0=y0)
 

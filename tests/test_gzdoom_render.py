@@ -77,6 +77,10 @@ def _demo(tmp_path, name: str) -> str:
         from demos.brainlevel.demo import build_wad
 
         build_wad(path, policy.load())
+    elif name == "chat":
+        from demos.chat import build, load_net
+
+        build(load_net(), path)
     elif name == "mnist":
         from models.quantize import load_mnist_small
 
@@ -89,7 +93,8 @@ MAPS = {"mlp3 control room": lambda p: _compiled(p, "mlp3", True),
         "running_max control room (state)": lambda p: _compiled(p, "running_max", True),
         "hello plain": lambda p: _compiled(p, "hello", False),
         "museum": lambda p: _demo(p, "museum"), "tictactoe": lambda p: _demo(p, "tictactoe"),
-        "mnist": lambda p: _demo(p, "mnist"), "brainlevel": lambda p: _demo(p, "brainlevel")}
+        "mnist": lambda p: _demo(p, "mnist"), "brainlevel": lambda p: _demo(p, "brainlevel"),
+        "chat": lambda p: _demo(p, "chat")}
 # The brain level starts on a security camera looking down into the arena: no sky in view,
 # yet GZDoom draws it (the black start is a player's view of a map without sky).
 STARTS_UNDER_SKY = set(MAPS) - {"brainlevel"}
