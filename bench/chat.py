@@ -222,7 +222,7 @@ def engine_runs(path: str, qs: list[str], workers: int, base: float, words: set[
     print(f"\nengine: {exact}/{len(qs)} prompts EXACT, {worded}/{len(qs)} replies of corpus "
           f"words only; {tics / chars:.0f} tics per character, {chars / secs:.3f} characters "
           f"per second per engine ({1e3 * secs / chars:.0f} ms, {secs / chars / base:.0f}x "
-          f"the torch float forward); {wall:.0f} s wall over {workers} engines")
+          f"the torch float forward); {wall:.0f} s wall over {n} engines")
 
 
 if __name__ == "__main__":

@@ -255,6 +255,18 @@ def _shared_tables(cfg: ChatConfig) -> dict[str, Table]:
     return _TABLES[cfg]
 
 
+_TENSORS: dict = {}
+
+
+def _shared_tensors(cfg: ChatConfig) -> dict[str, torch.Tensor]:
+    """The shared tables as index tensors, once per config: the float forward builds an
+    integer _Ops for its route at every step (only read, never written)."""
+    if cfg not in _TENSORS:
+        _TENSORS[cfg] = {k: torch.tensor(t.values, dtype=torch.long)
+                         for k, t in _shared_tables(cfg).items()}
+    return _TENSORS[cfg]
+
+
 def gate_table(cfg: ChatConfig, decay: int) -> Table:
     """g = min(gate_max, round(G sigmoid(acc / s_qkv) decay / decay_unit))."""
     G, s = cfg.gate_unit, cfg.s_qkv
@@ -290,7 +302,7 @@ class _Ops(_TransformerOps):
         self.noise = 0.0     # float: the amplitude of the uniform noise each rounding adds
         self.fns = _float_fns(cfg)
         self.tables = _shared_tables(cfg)
-        self._t = {k: torch.tensor(t.values, dtype=torch.long) for k, t in self.tables.items()}
+        self._t = _shared_tensors(cfg)
 
     def _pair(self, f, i) -> _V:
         """As the transformer's; the float path of training may add a rounding's noise
@@ -483,9 +495,12 @@ class ChatLM(nn.Module):
         def zeros(*shape):
             return _V(None if ops.mode == "int" else torch.zeros(*shape),
                       None if ops.mode == "float" else torch.zeros(*shape, dtype=torch.long))
-        return {"A": zeros(batch, c.d_model),
-                "S": [zeros(batch, H, dh, dh) for _ in range(c.layers)],
-                "z": [zeros(batch, H, dh) for _ in range(c.layers)]}
+        st = {"A": zeros(batch, c.d_model),
+              "S": [zeros(batch, H, dh, dh) for _ in range(c.layers)],
+              "z": [zeros(batch, H, dh) for _ in range(c.layers)]}
+        if ops.mode == "float":  # the integer router's running sums, which it routes by
+            st["Ai"] = torch.zeros(batch, c.d_model, dtype=torch.long)
+        return st
 
     def embeddings(self) -> tuple[Fixed, Fixed]:
         """The token and position embeddings (zero mean over the channels)."""
@@ -504,12 +519,13 @@ class ChatLM(nn.Module):
     def step(self, ops: _Ops, st: dict, c, t: int, aux: list | None = None) -> _V:
         """One step: character ids c (batch,) at position t; updates the state `st` in
         place and returns the logits (batch, vocab)."""
-        h = self._embed(ops, c, min(t, self.cfg.context - 1))
+        pos = min(t, self.cfg.context - 1)
+        h = self._embed(ops, c, pos)
         st["A"] = st["A"].zip(self._router_input(ops, h), torch.add)
         n = min(t + 1, self.cfg.context)
         hard = None
         if ops.mode == "float":
-            st["Ai"] = st.get("Ai", 0) + self._int_router_input(c, min(t, self.cfg.context - 1))
+            st["Ai"] = st["Ai"] + self._int_router_input(c, pos)
             hard = self._int_route(st["Ai"], torch.full_like(st["Ai"], n))
         route = self._router(ops, st["A"], lambda a: torch.full_like(a, n), aux, hard)
         for layer in range(self.cfg.layers):
@@ -522,10 +538,10 @@ class ChatLM(nn.Module):
         and the state is its closed form (_attend_parallel); the same numbers as the
         recurrent float forward, up to float rounding."""
         T = x.shape[1]
-        h = self._embed(ops, x, torch.arange(T).clamp(max=self.cfg.context - 1))
+        pos = torch.arange(T).clamp(max=self.cfg.context - 1)
+        h = self._embed(ops, x, pos)
         A = self._router_input(ops, h).map(lambda a: a.cumsum(1))
         n = torch.arange(1, T + 1).clamp(max=self.cfg.context).float()
-        pos = torch.arange(T).clamp(max=self.cfg.context - 1)
         Ai = self._int_router_input(x, pos).cumsum(1)
         hard = self._int_route(Ai, n.long()[None, :, None].expand_as(Ai))
         route = self._router(ops, A, lambda a: n[None, :, None].expand_as(a), aux, hard)
