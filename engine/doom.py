@@ -225,6 +225,8 @@ class LocalEngine:
 _METHODS = ("advance", "change_map", "tic", "command", "puke_many", "step", "puke", "user", "users",
             "pose", "sectors", "screen")
 _START_TIMEOUT = 120.0
+# Seconds the child has to report its game's death itself, once the game process is gone.
+GAME_GRACE = 10.0
 
 
 class Engine:
@@ -239,6 +241,7 @@ class Engine:
         self.map_name = map_name
         self._dir = tempfile.mkdtemp(prefix="voodoonet-engine-")
         self._proc = None
+        self._game: int | None = None   # the child's `vizdoom` game process, once it runs
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         down_r, down_w = os.pipe()   # parent -> child
         up_r, up_w = os.pipe()       # child -> parent
@@ -262,6 +265,7 @@ class Engine:
         self._up = os.fdopen(up_r, "rb")
         try:
             self._call("__init__", (self.wad, map_name), kw)
+            self._game = _game_of(self._proc.pid)
         except BaseException:
             self.close()
             raise
@@ -272,12 +276,36 @@ class Engine:
         try:
             pickle.dump((method, args, kw or {}), self._down, protocol=pickle.HIGHEST_PROTOCOL)
             self._down.flush()
+            self._await_reply()
             status, value = pickle.load(self._up)
         except (EOFError, OSError, pickle.UnpicklingError):
             raise EngineError(self._died()) from None
         if status == "ok":
             return value
         raise EngineError(value)
+
+    def _await_reply(self) -> None:
+        """Wait until the child answers (or exits). ViZDoom learns that its game process
+        died only from a thread of its own that waits on it, and once it was never told: a
+        Ray actor's engine, its game killed mid-chunk under a loaded machine, left the run
+        waiting for 25 minutes. So a game process that is gone while we wait ends the call
+        here, GAME_GRACE seconds after, if the child has not reported it by then."""
+        import select
+        import time
+
+        gone = None
+        while not select.select([self._up], [], [], 1.0)[0]:
+            if self._proc.poll() is not None or self._game is None:
+                continue   # an exited child: the read reports it; no game yet: __init__
+            if _running(self._game):
+                continue
+            gone = gone or time.monotonic()
+            if time.monotonic() - gone > GAME_GRACE:
+                self._proc.kill()
+                self._proc.wait()
+                raise EngineError(f"{self.wad}: the engine's game process died while "
+                                  f"running {self.map_name}, and the engine did not notice "
+                                  f"in {GAME_GRACE:.0f} s; the engine was ended")
 
     def _died(self) -> str:
         """What to say when the child stopped answering: its exit, and the log's last line."""
@@ -357,6 +385,38 @@ for _name in _METHODS:
         setattr(Engine, _name, _forward(_name))
 
 
+def _children(pid: int) -> list[int]:
+    pids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def _game_of(pid: int) -> int | None:
+    """The `vizdoom` game process that process `pid` started (Linux), or None."""
+    for child in _children(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if os.path.basename(f.read().split(b"\0")[0]) == b"vizdoom":
+                    return child
+        except OSError:
+            continue
+    return None
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def _die_with_parent() -> None:
     """Linux: SIGTERM this process when its parent exits, however the parent ends; the
     handler kills the game's own `vizdoom` process first (it would not notice)."""
@@ -394,14 +454,7 @@ def _kill_children() -> None:
     """SIGKILL every child of this process (ViZDoom runs the game as `vizdoom`)."""
     import signal
 
-    pids = set()
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                pids.update(int(p) for p in f.read().split())
-    except OSError:
-        return
-    for pid in pids:
+    for pid in set(_children(os.getpid())):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

@@ -128,6 +128,44 @@ def test_engine_crash_is_an_error_and_leaves_nothing(tmp_path, xor_wad):
     assert os.listdir(work) == ["crash.wad"] and os.listdir(tmp) == []
 
 
+def test_a_dead_game_the_engine_never_reports_ends_the_call(tmp_path, xor_wad, monkeypatch):
+    """The game process killed while its engine child cannot answer (stopped here, as
+    ViZDoom's own watcher once never told it under load): the call ends with an
+    EngineError GAME_GRACE seconds later instead of waiting forever, and the child is
+    gone. Without the game's death, a stopped child is only slow: the call waits."""
+    import engine.doom as D
+
+    monkeypatch.setattr(D, "GAME_GRACE", 2.0)
+    eng = D.Engine(str(xor_wad))
+    try:
+        child, game = eng._proc.pid, eng._game
+        assert game is not None and D._running(game)
+        os.kill(child, signal.SIGSTOP)
+        t0 = time.monotonic()
+        os.kill(game, signal.SIGKILL)
+        with pytest.raises(D.EngineError, match="game process died"):
+            eng.advance(1)
+        assert 2.0 <= time.monotonic() - t0 < 30
+        assert eng._proc.poll() is not None and not D._running(game)
+    finally:
+        eng.close()
+
+
+def test_a_slow_engine_with_a_live_game_is_waited_for(tmp_path, xor_wad, monkeypatch):
+    import threading
+
+    import engine.doom as D
+
+    monkeypatch.setattr(D, "GAME_GRACE", 1.0)
+    with D.Engine(str(xor_wad)) as eng:
+        child = eng._proc.pid
+        os.kill(child, signal.SIGSTOP)
+        threading.Timer(4.0, os.kill, (child, signal.SIGCONT)).start()
+        t0 = time.monotonic()
+        eng.advance(1)                       # answered once the child runs again
+        assert time.monotonic() - t0 >= 3.5
+        assert eng.tic() >= 1
+
 def test_failed_engine_start_leaves_no_directories(tmp_path, monkeypatch):
     from engine.doom import Engine, EngineError
     monkeypatch.setenv("TMPDIR", str(tmp_path))
