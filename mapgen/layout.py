@@ -245,13 +245,6 @@ def build_layout(circuit: Circuit, title: str = "", origin: tuple[float, float] 
     conveyor = conveyor_tag_for(circuit)
     names = {n.id: n.name for n in circuit.net.nodes}
     geoms = place_lanes(circuit, ox, oy)
-    if origin == (0.0, 0.0) and geoms and \
-            max(g.x0 + g.length for g in geoms) > P.COORD_MAX - 256:
-        # A lane of more doors than half the engine's width holds (a tile's input lane
-        # counts its value's every integer: 702 doors, 43,716 units) starts at the west
-        # edge: the whole -32768..32767. Maps that fit from 0 are built as before.
-        ox = P.COORD_MIN + 256.0
-        geoms = place_lanes(circuit, ox, oy)
     for g in geoms:
         emit_lane(m, g, conveyor)
     tiles, hall_y0 = light_tiles(m, circuit.lights, names, ox, oy - 128.0)

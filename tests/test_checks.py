@@ -120,15 +120,9 @@ def test_map_extent(monkeypatch):
     assert "outside the engine's -32768..1000" in str(ei.value) and "tiles" in str(ei.value)
 
 
-def test_a_spiking_map_too_wide_names_its_widest_lanes(monkeypatch):
+def test_a_spiking_map_too_wide_names_its_widest_lanes():
     """Issue 25 item 4: the refusal points at the neuron with the longest lane and names
-    the longest lanes (a spiking netlist cannot be tiled, so they are what to narrow). A
-    lane of 600 doors fits the engine's whole width (from its west edge): here the engine
-    is made narrower than it."""
-    from mapgen import physics
-
-    monkeypatch.setattr(physics, "COORD_MIN", -15000)
-    monkeypatch.setattr(physics, "COORD_MAX", 15000)
+    the longest lanes (a spiking netlist cannot be tiled, so they are what to narrow)."""
     src = ("network wide\nsteps 3\ninput x[2] : 0..300\n"
            "neuron s0 : spike(threshold=900, leak=600, reset=0)\n"
            "neuron s1 : spike(threshold=2, leak=1, reset=0)\n"
@@ -136,7 +130,7 @@ def test_a_spiking_map_too_wide_names_its_widest_lanes(monkeypatch):
     with pytest.raises(CompileError) as ei:
         compile_netlist(parse(src, "wide.dnet"))
     shown = str(ei.value)
-    assert "wide.dnet:4:8: error: the map spans x -14744..21448" in shown, shown
+    assert "wide.dnet:4:8: error: the map spans x 0..36192" in shown, shown
     assert ("the longest lanes: 's0 (leak)' 36,192 units (600 doors, values 0..2099), "
             "'x[0]' 19,392 units (300 doors, values 0..300)") in shown, shown
     assert "split the network over several maps (tiles)" in shown, shown

@@ -179,23 +179,6 @@ def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
     run_exact(tmp_path, net, xs)
 
 
-def test_lanes_longer_than_half_the_engine_start_at_its_west_edge(tmp_path):
-    """An input of 700 levels (a tile's input lane of a product's value, 0..702, is one):
-    its lane is ~43,000 units, more than 0..32767 holds, so the map starts at the west
-    edge; it loads and every value is exact. A map that fits from 0 is laid out as before."""
-    from dsl.parser import parse
-    from mapgen import physics
-
-    net = parse("input x : 0..700\ninput k : 0..3\n"
-                "neuron y : relu(s=7, max=200) = 2*x - 50*k\n"
-                "neuron z : identity = x - y\noutput y, z\n", "long.dnet")
-    cm = run_exact(tmp_path, net, [[0, 0], [700, 0], [699, 3], [351, 2], [7, 1]])
-    x0, _, x1, _ = cm.layout.model.extent()
-    assert x0 < 0 and x1 - x0 > physics.COORD_MAX and physics.COORD_MIN <= x0 and \
-        x1 <= physics.COORD_MAX
-    short = compile_netlist(parse("input x : 0..70\noutput x\n", "short.dnet"))
-    assert short.layout.model.extent()[0] == 0
-
 def test_leak_after_reset_above_the_input_range(tmp_path):
     """Issue 15 item 24: reset=2 lies above the membrane's integration range 0..1; the leak
     lane must still subtract the whole leak from it (the engine fired 1,1,1, not 1,0,0)."""
