@@ -10,10 +10,15 @@ Only lane nodes (inputs and gated neurons) and the network's outputs are placed.
 identity neuron has no lane of its own, only a light and its consumers' lines, so it is
 never handed between maps: a tile that needs one builds it again from its sources (as
 the map compiler folds it into its consumers anyway), and its sources become the tile's
-inputs. Nodes are placed in order of their lane depth, so every tile only needs tiles
-before it; a tile is closed when the next node would break one of its budgets
-(`MapBudget`, from the limits measured in bench/map_limits.py: docs/physics.md).
-`n_tiles` forces a split into exactly that many tiles instead.
+inputs. Tiles are filled one after the other, each closed when no more fits its budgets
+(`MapBudget`, from the limits measured in bench/map_limits.py: docs/physics.md), with
+nodes whose lane sources are all placed already, so every tile only needs tiles before
+it. Which ready node comes next decides what crosses between maps, where a value costs
+its readers' map a lane of as many doors as it has levels: the planner takes the
+nodes whose new inputs cost the tile least, keeps together the groups of nodes whose
+values cost most to hand on (`_clusters`), and keeps the plan with the fewest tiles of a
+few such orders and of plain lane-depth order (`_greedy`). `n_tiles` forces a split into
+exactly that many tiles instead, by lane-depth levels.
 
 A multi-step netlist is tiled the same way, and each map keeps its own state: a spiking
 membrane stays in its neuron's map, prev(h) is a prev node of the map that computes h
@@ -24,8 +29,10 @@ prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`).
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from dsl.diagnostics import VoodooError
 from dsl.ir import Identity, Input, Netlist, Node, Prev, Product
@@ -162,6 +169,15 @@ class _Net:
                         for r in lanes}
         self.wide = {r for r in lanes if self.in_shape(r)[0] > P.MAX_DOORS}
 
+    @cached_property
+    def readers(self) -> dict[int, list[int]]:
+        """lane -> the placed nodes that read it (through identities), in order."""
+        out: dict[int, list[int]] = {}
+        for i in self.placed:
+            for s in self.lanes_of.get(i, ()):
+                out.setdefault(s, []).append(i)
+        return out
+
     def sublanes(self, doors: int) -> int:
         return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
 
@@ -207,7 +223,7 @@ def _stairs(gate, lo: int, hi: int) -> tuple[int, int]:
 
 class _Packer:
     """The tile being filled: its nodes, the values it needs from before, its cost.
-    Nodes arrive in lane-depth order, so a node is never a lane source of one before it."""
+    Nodes arrive in a topological order: a node's lane sources before it."""
 
     def __init__(self, pn: _Net):
         self.pn, self.mine, self.mine_set = pn, [], set()
@@ -215,23 +231,38 @@ class _Packer:
         self.idents: set[int] = set()
         self.cost = Cost()
 
-    def with_node(self, i: int) -> Cost:
-        """The tile's cost with node i added."""
+    def with_node(self, i: int, cost: Cost | None = None,
+                  more: tuple[set, set, set] | None = None) -> Cost:
+        """The tile's cost with node i added (to `cost`, with the nodes, inputs and
+        rebuilt identities `more` besides the tile's: `with_nodes`)."""
         pn = self.pn
-        new = Cost(**vars(self.cost))
+        new = Cost(**vars(cost or self.cost))
+        mine, need, idents = more or ((), (), ())
         if i in pn.own:
             self._lane(new, pn.own_cost[i])
             new.lights += 2   # its accumulator and its value
         else:
             new.lights += 1   # an identity output: its accumulator is its value
         for s in pn.lanes_of.get(i, ()):
-            if s not in self.mine_set and s not in self.need:
+            if s not in self.mine_set and s not in self.need and s not in mine and \
+                    s not in need:
                 new.inputs += 1
                 self._lane(new, pn.in_cost[s])
                 new.lights += 1
-        new.lights += sum(1 for j in pn.idents_of.get(i, ())
-                          if j not in self.idents and j not in self.mine_set)
+        new.lights += sum(1 for j in pn.idents_of.get(i, ()) if j not in self.idents and
+                          j not in self.mine_set and j not in idents and j not in mine)
         return new
+
+    def with_nodes(self, ids) -> Cost:
+        """The tile's cost with nodes `ids` added in turn; the tile is left as it is."""
+        cost, more = self.cost, (set(), set(), set())
+        for i in ids:
+            cost = self.with_node(i, cost, more)
+            more[1].update(s for s in self.pn.lanes_of.get(i, ())
+                           if s not in self.mine_set and s not in more[0])
+            more[0].add(i)
+            more[2].update(self.pn.idents_of.get(i, ()))
+        return cost
 
     @staticmethod
     def _lane(cost: Cost, lane: tuple[int, int, int, int]) -> None:
@@ -268,7 +299,7 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
             raise VoodooError("--tiles must be at least 1")
         groups = _forced_split(pn, n_tiles, net)
         _forced_tiles_fit(pn, groups, budget)
-    if len(groups) == 1 and not _unread_inputs(net):
+    if len(groups) == 1 and not _unread_inputs(pn):
         # The network itself is its one tile (no need to analyse it again). With inputs
         # nobody reads it is not: those would still get lanes the plan did not cost.
         names = [n.name for n in net.nodes]
@@ -277,8 +308,11 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
     return [_make_tile(pn, k, ids, groups) for k, ids in enumerate(groups)]
 
 
-def _unread_inputs(net: Netlist) -> list[int]:
-    read = ({s for n in net.nodes for s in n.weights} | set(net.outputs)
+def _unread_inputs(pn: _Net) -> list[int]:
+    """The inputs no placed node's lanes read (an input read only by identities nobody
+    places, or through weights that cancel, has a lane in the network's own map)."""
+    net = pn.net
+    read = ({s for i in pn.placed for s in pn.lanes_of.get(i, ())} | set(net.outputs)
             | {n.gate.src for n in net.nodes if isinstance(n.gate, Prev)}
             | set(net.feedback))
     return [i for i in net.inputs if i not in read]
@@ -322,6 +356,55 @@ def _no_wide_inputs(pn: _Net, i: int, mine: set[int]) -> None:
 
 
 def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
+    """The tiles of `net` filled in turn, each closed when no more fits: the plan with the
+    fewest tiles (then the fewest lines) of a few orders (`PACKINGS`)."""
+    p = _Packer(pn)
+    for i in pn.placed:
+        p.add(i, p.with_node(i))
+    if not p.cost.over(budget, pn.name_len, len(pn.placed)):
+        return [list(pn.placed)]   # one map holds it
+    plans = [groups for _, groups in _plans(pn, budget)]
+    ok = [groups for groups in plans if not isinstance(groups, VoodooError)]
+    if not ok:   # a value too wide to hand on, read in another map, in every order
+        raise plans[0]
+    return min(ok, key=lambda groups: (len(groups), _totals(pn, groups)))
+
+
+# The orders `_greedy` tries: (None, _) lane-depth order, else (cap, regroup) of `_Filler`
+# (cap 0: no groups). No one of them is best on every network (docs/physics.md, "The tile
+# planner"); lane-depth order is the planner's old one, so no plan has more tiles than it.
+PACKINGS = [(None, False), (0.0, False), (0.25, True), (0.375, False), (0.5, False)]
+
+
+def _plans(pn: _Net, budget: MapBudget):
+    """(order, its tiles' nodes or the VoodooError it ended with) for each of PACKINGS."""
+    for frac, regroup in PACKINGS:
+        if frac is None:
+            what = "lane depth"
+        elif frac:
+            what = f"groups up to {frac:g} of a map{', regrouped' if regroup else ''}"
+        else:
+            what = "cheapest new inputs first"
+        try:
+            yield what, (_by_depth(pn, budget) if frac is None
+                         else _Filler(pn, budget, frac, regroup).plan())
+        except VoodooError as e:
+            yield what, e
+
+
+def _totals(pn: _Net, groups: list[list[int]]) -> tuple[int, int]:
+    """The linedefs and sectors of a plan's maps, as planned (upper bounds)."""
+    lines = sectors = 0
+    for ids in groups:
+        p = _Packer(pn)
+        for i in ids:
+            p.add(i, p.with_node(i))
+        lines, sectors = lines + p.cost.linedefs, sectors + p.cost.sectors
+    return lines, sectors
+
+
+def _by_depth(pn: _Net, budget: MapBudget) -> list[list[int]]:
+    """Nodes in lane-depth order, a tile closed when the next one does not fit."""
     groups: list[list[int]] = []
     p = _Packer(pn)
     for i in pn.placed:
@@ -335,6 +418,281 @@ def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
     if p.mine:
         groups.append(p.mine)
     return groups
+
+
+def _weights(pn: _Net, budget: MapBudget) -> tuple[dict[int, int], dict[int, int]]:
+    """What handing each lane to a map costs it, and what each placed node costs its own
+    map, in lines: a sector, a doll, an input are worth the lines budget over their own."""
+    per = {k: budget.lines // max(1, getattr(budget, k)) for k in ("sectors", "dolls", "inputs")}
+
+    def lines(dolls, lines_, sectors):
+        return lines_ + per["sectors"] * sectors + per["dolls"] * dolls
+
+    hand = {s: lines(*c[:3]) + per["inputs"] for s, c in pn.in_cost.items()}
+    own = {i: lines(*pn.own_cost.get(i, (0, 0, 0))[:3]) for i in pn.placed}
+    return hand, own
+
+
+class _Groups:
+    """Nodes that should share a map (`_clusters`): a union-find whose groups stay convex
+    (no path leaves a group and comes back into it), so each can be placed whole."""
+
+    def __init__(self, pn: _Net, own: dict[int, int], cap: int):
+        self.cap, self.tau = cap, {i: k for k, i in enumerate(pn.placed)}
+        self.parent = {i: i for i in pn.placed}
+        self.size, self.hi = dict(own), dict(self.tau)
+        self.failed: set[tuple[int, int]] = set()
+        # each group's readers outside it, as a heap by lane-depth order (entries that
+        # fell inside the group are dropped when they come up)
+        self.outs = {i: sorted((self.tau[r], r) for r in pn.readers.get(i, ()))
+                     for i in pn.placed}
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = x = self.parent[self.parent[x]]
+        return x
+
+    def union(self, a: int, b: int) -> bool:
+        """Join the groups of a and b if the result is within the cap and convex: every
+        reader outside it comes after its last node in lane-depth order (so no path can
+        come back). False if not."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return True
+        if self.size[a] + self.size[b] > self.cap or (a, b) in self.failed:
+            return False
+        hi = max(self.hi[a], self.hi[b])
+        (ta, aside_a), (tb, aside_b) = self._first_out(a, b), self._first_out(b, a)
+        if min(ta, tb) <= hi:
+            for g, aside in ((a, aside_a), (b, aside_b)):
+                for e in aside:
+                    heapq.heappush(self.outs[g], e)
+            self.failed.add((a, b))
+            return False
+        if len(self.outs[a]) < len(self.outs[b]):
+            a, b = b, a
+        self.parent[b] = a
+        self.size[a] += self.size.pop(b)
+        self.hi[a] = hi
+        for e in self.outs.pop(b):
+            heapq.heappush(self.outs[a], e)
+        return True
+
+    def _first_out(self, g: int, other: int) -> tuple[int, list]:
+        """The first reader of group g outside g and `other`; the entries into `other`
+        are set aside (put back if the groups are not joined). Past 256 of them the join
+        is refused (-1): a refused join puts them all back, which must stay cheap."""
+        h, aside = self.outs[g], []
+        while h:
+            r = self.find(h[0][1])
+            if r == g:
+                heapq.heappop(h)
+            elif r == other:
+                aside.append(heapq.heappop(h))
+                if len(aside) > 256:
+                    return -1, aside
+            else:
+                return h[0][0], aside
+        return 1 << 62, aside
+
+
+def _clusters(pn: _Net, hand: dict[int, int], own: dict[int, int], cap: int,
+              regroup: bool) -> list[list[int]]:
+    """Groups of nodes that should share a map, each in lane-depth order: the values
+    that cost most to hand on first, each joins its producer and its readers while the
+    group costs at most `cap` and stays convex (`_Groups`). With `regroup`, the readers
+    that no longer fit with the producer join each other (they read it in one map)."""
+    g = _Groups(pn, own, cap)
+    tau = g.tau
+    for s in sorted(pn.readers, key=lambda s: (-hand.get(s, 0), s)):
+        readers = sorted(pn.readers[s], key=tau.get)
+        anchor = s if s in tau else readers[0]
+        for r in readers:
+            if not g.union(anchor, r) and regroup:
+                anchor = r
+    out: dict[int, list[int]] = {}
+    for i in pn.placed:
+        out.setdefault(g.find(i), []).append(i)
+    return list(out.values())
+
+
+class _Filler:
+    """Tiles filled in a locality-aware topological order. A node is ready once every
+    lane source it computes from is placed; a group of `_clusters` (at most `frac` of a
+    map) is ready once everything its nodes read from outside it is. The tile being
+    filled takes, in turn: a ready reader of a value too wide to hand on that the tile
+    holds; else the ready group whose new inputs cost the tile least, whole, if it fits;
+    else the single ready node whose new inputs and own value (if read on) cost least,
+    if it fits; else the tile is closed. So a value's readers follow it into its map
+    instead of waiting for their level in another one, and the nodes whose values cost
+    most to hand on (a product's lookups and their sum, a norm and its readers) share one.
+    Among equals, the latest ready goes first (depth-first)."""
+
+    # Groups (nodes) tried, cheapest first, before the next step: a tile near its end
+    # fits few of them, and each try costs a walk over a group's lanes.
+    TRIES = 30
+
+    def __init__(self, pn: _Net, budget: MapBudget, frac: float, regroup: bool):
+        self.pn, self.budget = pn, budget
+        self.hand, own = _weights(pn, budget)
+        groups = _clusters(pn, self.hand, own, int(frac * budget.lines), regroup) \
+            if frac else [[i] for i in pn.placed]
+        self.gid = {i: k for k, ids in enumerate(groups) for i in ids}
+        self.left = [dict.fromkeys(ids) for ids in groups]   # unplaced, in order
+        self.least = [[sum(x) for x in zip(*map(self._own, ids))] for ids in groups]
+        self.cross = {i: self.hand[i] if i in pn.readers else 0 for i in pn.placed}
+        placed = set(pn.placed)
+        self.waiting = {i: sum(1 for s in pn.lanes_of.get(i, ()) if s in placed)
+                        for i in pn.placed}
+        self.ext = [{s for i in ids for s in pn.lanes_of.get(i, ()) if self.gid.get(s) != k}
+                    for k, ids in enumerate(groups)]          # what a group reads
+        self.gwaiting = [sum(1 for i in ids for s in pn.lanes_of.get(i, ())
+                             if s in placed and self.gid[s] != k) for k, ids in enumerate(groups)]
+        self.greaders: dict[int, list[int]] = {}
+        for k, e in enumerate(self.ext):
+            for s in e:
+                self.greaders.setdefault(s, []).append(k)
+        self.tiles: list[list[int]] = []
+        self.done: set[int] = set()
+        self.urgent: list[int] = []
+        self.stamp = 0
+        self.p = _Packer(pn)
+        self.nadd = {i: 0 for i in pn.placed if not self.waiting[i]}   # ready node -> cost
+        self._costs()
+
+    def _own(self, i: int) -> tuple[int, int, int, int]:
+        dolls, lines, sectors, _ = self.pn.own_cost.get(i, (0, 0, 0, 0))
+        return lines, sectors, dolls, 2 if i in self.pn.own else 1
+
+    def _new(self, lanes) -> int:
+        """What the lanes the tile does not hold yet cost it."""
+        p = self.p
+        return sum(self.hand[s] for s in lanes if s not in p.mine_set and s not in p.need)
+
+    def _costs(self) -> None:
+        """Every ready group's and node's cost to the tile, from the start."""
+        self.gheap, self.nheap, self.gadd = [], [], {}
+        for k, left in enumerate(self.left):
+            if left and not self.gwaiting[k]:
+                self._gset(k, self._new(self.ext[k]))
+        for i in self.nadd:
+            self._nset(i, self._new(self.pn.lanes_of.get(i, ())))
+
+    def _gset(self, k: int, cost: int) -> None:
+        self.gadd[k] = cost
+        self.stamp += 1
+        heapq.heappush(self.gheap, (cost, -self.stamp, k))
+
+    def _nset(self, i: int, cost: int) -> None:
+        self.nadd[i] = cost
+        self.stamp += 1
+        heapq.heappush(self.nheap, (cost + self.cross[i], -self.stamp, i))
+
+    def plan(self) -> list[list[int]]:
+        while len(self.done) < len(self.pn.placed):
+            if not (self._urgent() or self._group() or self._node()):
+                if not self.p.mine:
+                    raise AssertionError("a ready node that fits no map")  # _every_node_fits
+                self.tiles.append(self.p.mine)
+                self.p = _Packer(self.pn)
+                self._costs()
+        if self.p.mine:
+            self.tiles.append(self.p.mine)
+        return self.tiles
+
+    def _fits(self, cost: Cost, more: int) -> bool:
+        return not cost.over(self.budget, self.pn.name_len, len(self.p.mine) + more)
+
+    def _urgent(self) -> bool:
+        while self.urgent:
+            i = self.urgent.pop()
+            cost = None if i in self.done else self.p.with_node(i)
+            if cost and self._fits(cost, 1):
+                self._place(i, cost)
+                return True
+        return False
+
+    def _group(self) -> bool:
+        """Place the cheapest ready group that fits whole, if one of the first TRIES does."""
+        def fits(k):
+            lines, sectors, dolls, lights = self.least[k]
+            c, b = self.p.cost, self.budget
+            if c.lines + lines + 4 * (c.lights + lights) + 16 > b.lines or \
+                    c.sectors + sectors > b.sectors or c.dolls + dolls > b.dolls:
+                return None   # its own lanes alone are too many
+            cost = self.p.with_nodes(self.left[k])
+            return cost if self._fits(cost, len(self.left[k])) else None
+
+        k = self._cheapest(self.gheap, lambda k, key: self.gadd.get(k) == key, fits)
+        if k is None:
+            return False
+        del self.gadd[k]
+        for i in list(self.left[k]):
+            self._place(i, self.p.with_node(i))
+        return True
+
+    def _node(self) -> bool:
+        def fits(i):
+            cost = self.p.with_node(i)
+            return cost if self._fits(cost, 1) else None
+
+        def valid(i, key):
+            return i in self.nadd and self.nadd[i] + self.cross[i] == key
+
+        got = self._cheapest(self.nheap, valid, fits, with_cost=True)
+        if got is None:
+            return False
+        self._place(*got)
+        return True
+
+    def _cheapest(self, heap, valid, fits, with_cost=False):
+        """The first of the cheapest TRIES valid entries that `fits`; the others stay."""
+        tried, got = [], None
+        while heap and len(tried) < self.TRIES:
+            entry = heapq.heappop(heap)
+            if not valid(entry[2], entry[0]):
+                continue
+            tried.append(entry)
+            cost = fits(entry[2])
+            if cost is not None:
+                tried.pop()
+                got = (entry[2], cost) if with_cost else entry[2]
+                break
+        for entry in tried:
+            heapq.heappush(heap, entry)
+        return got
+
+    def _place(self, i: int, cost: Cost) -> None:
+        """Node i into the tile: what it brings makes its readers (nodes, groups) cheaper;
+        the nodes (groups) that waited only for it are ready."""
+        pn, p = self.pn, self.p
+        _no_wide_inputs(pn, i, p.mine_set)
+        new = [s for s in pn.lanes_of.get(i, ()) if s not in p.mine_set and s not in p.need]
+        p.add(i, cost)
+        self.done.add(i)
+        del self.nadd[i]
+        k0 = self.gid[i]
+        del self.left[k0][i]
+        self.least[k0] = [a - b for a, b in zip(self.least[k0], self._own(i))]
+        self.gadd.pop(k0, None)   # begun: no longer placed whole in this tile
+        for s in new:
+            for k in self.greaders.get(s, ()):
+                if k in self.gadd:
+                    self._gset(k, self.gadd[k] - self.hand[s])
+            for r in pn.readers.get(s, ()):
+                if r in self.nadd:
+                    self._nset(r, self.nadd[r] - self.hand[s])
+        for r in pn.readers.get(i, ()):
+            self.waiting[r] -= 1
+            if not self.waiting[r]:
+                self._nset(r, self._new(pn.lanes_of.get(r, ())))
+                if pn.wide & pn.lanes_of[r] & p.mine_set:
+                    self.urgent.append(r)
+            k = self.gid[r]
+            if k != k0:
+                self.gwaiting[k] -= 1
+                if not self.gwaiting[k] and self.left[k]:
+                    self._gset(k, self._new(self.ext[k]))
 
 
 def _forced_split(pn: _Net, n_tiles: int, net: Netlist) -> list[list[int]]:
@@ -560,3 +918,52 @@ def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: lis
         if rules.done is not None and steps[-1].get(rules.done) == 1:
             break
     return steps
+
+
+def compare(net: Netlist, budget: MapBudget | None = None,
+            door_budget: int | None = None) -> list[tuple[str, str]]:
+    """What each order `_greedy` tries makes of `net`: (order, its tiles, linedefs and
+    sectors as planned, or the error it ended with). `python -m mapgen.tiles` prints it."""
+    if any(isinstance(n.gate, Product) for n in net.nodes):
+        from dsl.lower import lower_products
+        net = lower_products(net)
+    pn = _Net(net, door_budget)
+    _every_node_fits(pn, budget or MapBudget())
+    rows = []
+    for what, groups in _plans(pn, budget or MapBudget()):
+        if isinstance(groups, VoodooError):
+            rows.append((what, str(groups).splitlines()[0]))
+        else:
+            lines, sectors = _totals(pn, groups)
+            rows.append((what, f"{len(groups):5} {lines:12,} {sectors:11,}"))
+    return rows
+
+
+def main(argv=None) -> int:
+    """python -m mapgen.tiles NET.dnet [--dolls N] [--door-budget N]"""
+    import argparse
+    import time
+
+    from dsl import load
+
+    ap = argparse.ArgumentParser(description="Each tile plan the planner tries on a "
+                                             "netlist, and the one it keeps.")
+    ap.add_argument("netlist")
+    ap.add_argument("--dolls", type=int, default=P.TILE_DOLLS, help="dolls a map (budget)")
+    ap.add_argument("--door-budget", type=int, default=None)
+    args = ap.parse_args(argv)
+    net = load(args.netlist)
+    budget = MapBudget(dolls=args.dolls)
+    t0 = time.perf_counter()
+    tiles = plan_tiles(net, door_budget=args.door_budget, budget=budget)
+    took = time.perf_counter() - t0
+    print(f"{args.netlist}: {len(tiles)} tile(s), planned in {took:.1f} s")
+    if len(tiles) > 1:
+        print(f"  {'order':44} {'tiles':>5} {'linedefs':>12} {'sectors':>11}")
+        for what, row in compare(net, budget, args.door_budget):
+            print(f"  {what:44} {row}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -46,6 +46,34 @@ def test_budget_split_and_merge():
             len(t.computes) == 1
 
 
+def _columns(n: int) -> str:
+    """n columns x[j] -> a[j] -> b[j] -> c[j], each a[j] a value of 301 levels: a lane of
+    300 doors (about 2,400 lines) in any other map that reads it."""
+    ones, hundreds = ", ".join(["1"] * n), ", ".join(["100"] * n)
+    return (f"network columns\ninput x[{n}] : 0..3\n"
+            f"neuron a[{n}] : relu(s=1, max=300)\nlines x -> a diag [{hundreds}]\n"
+            f"neuron b[{n}] : relu(s=3, max=100)\nlines a -> b diag [{ones}]\n"
+            f"neuron c[{n}] : relu(s=2, max=50)\nlines b -> c diag [{ones}]\noutput c\n")
+
+
+def test_a_value_s_readers_follow_it_into_its_map():
+    """Placed level by level, the a's fill the first maps and every b reads its a from
+    another one (6 maps at 30,000 linedefs a map); the planner keeps each column in one
+    map: no a crosses, and 3 maps, the fewest that hold its 88,000 linedefs."""
+    from dsl.parser import parse
+    from mapgen.tiles import MapBudget, compare, estimate
+
+    net = parse(_columns(24), "columns.dnet")
+    budget = MapBudget(lines=30_000)
+    tiles = plan_tiles(net, budget=budget)
+    assert estimate(net).linedefs > 2 * budget.lines and len(tiles) == 3
+    assert not [name for t in tiles for name in t.inputs if name.startswith("a[")]
+    assert all(estimate(t.net).linedefs <= budget.lines for t in tiles)
+    assert dict(compare(net, budget))["lane depth"].split()[0] == "6"
+    x = list(range(4)) * 6
+    assert carry(tiles, x, net, ref_tile) == evaluate(net, [x]).last_outputs()[0].tolist()
+
+
 def test_too_many_tiles_is_a_clear_error():
     from dsl.diagnostics import VoodooError
     net = load(os.path.join(ROOT, "circuits", "xor.dnet"))
