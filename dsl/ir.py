@@ -25,9 +25,19 @@ MAX_STEPS = 10_000
 # ---------------------------------------------------------------------------------- gates
 @dataclass(frozen=True)
 class Input:
+    """A value given to the map. `levels`: the only values it can take, when the value
+    is another map's lookup (a tile's input, mapgen/tiles.py): its lane then has a door
+    per level instead of one per integer of lo..hi."""
     lo: int
     hi: int
+    levels: tuple[int, ...] | None = None
     kind = "input"
+
+    def __post_init__(self):
+        lv = self.levels
+        if lv is not None and not (all(a < b for a, b in zip(lv, lv[1:])) and
+                                   self.lo <= lv[0] and lv[-1] <= self.hi):
+            raise ValueError(f"input levels must rise strictly within {self.lo}..{self.hi}")
 
 
 @dataclass(frozen=True)

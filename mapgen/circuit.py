@@ -107,6 +107,8 @@ def staircase(gate, lo: int, hi: int) -> tuple[int, list[tuple[int, int]]]:
     Doors whose threshold is <= lo are always passed and fold into the base; doors above hi
     are never passed and are left out.
     """
+    if isinstance(gate, Input) and gate.levels:  # a door per level it can take
+        return gate.levels[0], [(b, b - a) for a, b in zip(gate.levels, gate.levels[1:])]
     if isinstance(gate, (Input, Prev)):  # the lane counts its value, door by door
         return lo, [(t, 1) for t in range(lo + 1, hi + 1)]
     if isinstance(gate, Relu):
@@ -128,6 +130,8 @@ def staircase(gate, lo: int, hi: int) -> tuple[int, list[tuple[int, int]]]:
 
 def _door_count(gate, lo: int, hi: int) -> int:
     """An upper bound on a staircase's doors, without building it."""
+    if isinstance(gate, Input) and gate.levels:
+        return len(gate.levels) - 1
     if isinstance(gate, Relu):
         return min(gate.L, max(0, hi // gate.s - lo // gate.s))
     if isinstance(gate, Step):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dsl.diagnostics import VoodooError
-from dsl.ir import Identity, Input, Netlist, Node, Prev, Product
+from dsl.ir import Identity, Input, Lut, Netlist, Node, Prev, Product
 from dsl.ranges import analyse
 
 from . import physics as P
@@ -192,8 +192,35 @@ class _Net:
 
     def in_shape(self, s: int) -> tuple[int, int]:
         """(doors, sectors) of the input lane that carries node s's value into a tile."""
-        r = self.net.value_range[s]
-        return r.hi - r.lo, 4 + 2 * (r.hi - r.lo)
+        gate = handed_input(self.net, s)
+        return _stairs(gate, gate.lo, gate.hi)
+
+
+def handed_input(net: Netlist, s: int) -> Input:
+    """The input that carries node s's value into another map: its range, and the levels
+    it can take where they are fewer than the integers of the range (a lookup's: its lane
+    then has a door per level; a token embedding of 45 values spread over -325..485 takes
+    44 doors instead of 810, and a lane of more than ~520 doors would not fit a map)."""
+    r = net.value_range[s]
+    levels = _levels(net, s)
+    if levels is not None:
+        levels = tuple(sorted(v for v in levels if r.lo <= v <= r.hi))
+        if len(levels) == r.hi - r.lo + 1 or len(levels) < 2:
+            levels = None
+    return Input(r.lo, r.hi, levels)
+
+
+def _levels(net: Netlist, s: int) -> set[int] | None:
+    """Every value node s can take, for a lookup (or the state of one); None otherwise."""
+    n = net.nodes[s]
+    if n.is_prev:
+        src = _levels(net, n.gate.src)
+        return None if src is None else src | {n.gate.init}
+    if not isinstance(n.gate, Lut):
+        return None
+    g, a = n.gate, net.acc_range[s]
+    k0, k1 = min(max(a.lo, g.lo), g.hi), min(max(a.hi, g.lo), g.hi)
+    return set(g.table[k0 - g.lo:k1 - g.lo + 1])
 
 
 def _own_stairs(net: Netlist, n: Node) -> list[tuple[int, int]]:
@@ -759,9 +786,9 @@ def _make_tile(pn: _Net, k: int, ids: list[int], groups: list[list[int]]) -> Til
     remap: dict[int, int] = {}
     for s in need:
         src = net.nodes[s]
-        r = net.value_range[s]
         remap[s] = len(nodes)
-        nodes.append(Node(len(nodes), src.name, src.group, src.index, Input(r.lo, r.hi), src.pos))
+        nodes.append(Node(len(nodes), src.name, src.group, src.index, handed_input(net, s),
+                          src.pos))
     for i in local_prev + sorted(set(idents) | mine):  # original ids: a topological order
         n = net.nodes[i]
         remap[i] = len(nodes)

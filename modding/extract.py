@@ -445,7 +445,8 @@ def _lines_text(nodes: list[XNode], ref: dict[str, str]) -> list[str]:
 
 def _decl(n: XNode, name: str, gate: str | None) -> str:
     if n.kind == "input":
-        return f"input {name} : {n.base}..{n.base + len(n.doors)}"
+        # (a tile's input of a lookup's levels has a door per level: its deltas add up)
+        return f"input {name} : {n.base}..{n.base + sum(d for _, d in n.doors)}"
     if n.kind == "identity":
         return f"neuron {name} : identity"
     if n.kind == "spike":
@@ -475,7 +476,7 @@ def _groups(nodes: list[XNode]) -> dict[str, tuple]:
         kind = elems[0].kind
         gate = None
         if kind == "input":
-            if len({(e.base, len(e.doors)) for e in elems}) != 1:
+            if len({(e.base, tuple(e.doors)) for e in elems}) != 1:
                 continue
         elif kind == "spike":
             if len({tuple(sorted(e.spike.items())) for e in elems}) != 1:

@@ -237,3 +237,52 @@ def test_recurrent_tiles_carry_state_and_prev_values(seed, n, budget, feedback):
                 assert values[nd.name] == int(ref.value[0, t, nd.id]), (t, nd.name)
         assert [values[net.nodes[o].name] for o in net.outputs] == \
             [int(ref.value[0, t, o]) for o in net.outputs]
+
+
+def _lookup_net() -> str:
+    """A token embedding: 8 lookups of one character (45 values) into values spread over
+    -325..485, handed to a second map, where every element is read with its own weights."""
+    rng = np.random.default_rng(21)
+    tables = [[int(v) for v in rng.integers(-325, 486, size=45)] for _ in range(8)]
+    for t in tables:
+        t[0], t[1] = -325, 485   # the full range: 810 integers, 45 levels
+    lines = ["network tok", "input c : 0..44", "input k[8] : 0..2"]
+    for j, t in enumerate(tables):
+        lines.append(f"neuron e{j} : lut(0..44, [{', '.join(map(str, t))}]) = c")
+    lines.append("neuron y[3] : relu(s=16, max=200)")
+    for j in range(8):
+        lines.append(f"lines e{j} -> y dense [[{j % 3 + 1}], [{-(j % 2) - 1}], [{2 - j % 4}]]")
+    lines += ["lines k -> y dense [" + ", ".join(["[1, 2, 3, 4, 5, 6, 7, 8]"] * 3) + "]",
+              "bias y = [1600, 1700, 1800]", "output y"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_lookup_is_handed_with_a_door_per_level(tmp_path):
+    """A lookup's value crosses maps on a lane with a door per value it can take (45), not
+    per integer of its range (810: a lane of ~50,000 units, wider than a map holds); the
+    two maps in the engine equal the reference for every character."""
+    from dsl.parser import parse
+    from engine.tiled import run_tiled
+    from mapgen.circuit import staircase
+    from mapgen.compile import write_wad
+    from mapgen.tiles import compile_tiles
+
+    net = parse(_lookup_net(), "tok.dnet")
+    tiles = plan_tiles(net, n_tiles=2)
+    t2 = tiles[1].net
+    handed = [t2.nodes[i] for i in t2.inputs if t2.nodes[i].name.startswith("e")]
+    assert len(handed) == 8
+    for n in handed:
+        g = n.gate
+        assert (g.lo, g.hi) == (-325, 485) and 2 < len(g.levels) <= 45
+        base, doors = staircase(g, g.lo, g.hi)
+        assert base == -325 and len(doors) == len(g.levels) - 1
+        assert sum(d for _, d in doors) == 810
+    maps = compile_tiles(tiles, "tok")
+    wad = str(tmp_path / "tok.wad")
+    write_wad(wad, maps)
+    rng = np.random.default_rng(3)
+    X = [[c] + [int(v) for v in rng.integers(0, 3, size=8)] for c in range(45)]
+    got, _ = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=15,
+                       pipeline=False)
+    assert got == evaluate(net, X).last_outputs().tolist()
