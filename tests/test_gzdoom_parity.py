@@ -320,3 +320,42 @@ def test_gzdoom_keeps_recurrent_state_as_vizdoom_does(tmp_path):
         problems += _compare(tr_gz, tr_vz, seq_no, info["inference_tics"] + 1)
     assert not problems, "\n".join(problems[:20])
     assert len({tuple(r) for r in ref}) > 2  # the state does move
+
+
+@needs_gzdoom
+def test_gzdoom_chat_pedal_computes_the_reference_steps(tmp_path):
+    """The chat map as a player uses it in GZDoom: the pedal of prompt "hi" starts the
+    map's own chat script (the prompt's characters, then the fed steps: the network's
+    choice copied back into its input inside the map). At each of the first steps the
+    probe logs every light when the step is acknowledged: every accumulator and value,
+    the state S and z, the one-hot o and the chosen y, equal to the reference."""
+    from demos import chat, chat_map
+    from dsl.lower import lower_products
+    from engine.runner import result_labels
+
+    model, net = chat.load_model(), chat.load_net()
+    cm = chat_map.build(net).compiled
+    info, low = cm.manifest, cm.circuit.net
+    wad, probe = str(tmp_path / "chat.wad"), str(tmp_path / "probe.wad")
+    write_wad(wad, [cm])
+    pm = gz.probe_map(cm.layout, 0, planes=False, on_ack=True)
+    gz.write_probe(probe, pm)
+    steps = 5       # "hi", its newline, two reply characters: ~40 s of GZDoom a step
+    prompt = chat_map.PROMPTS.index("hi")
+    commands = (f"wait {info['init_tics'] + 14}; puke {chat_map.SCRIPT_PEDAL + prompt}; "
+                f"wait {steps * (info['inference_tics'] + 4) + gz.TAIL}; quit")
+    tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe, commands, timeout=1200), pm)
+    rows = chat.prompt_rows(net, "hi", None, model.cfg)
+    res = evaluate(lower_products(net), [rows])
+    assert [n.name for n in lower_products(net).nodes] == [n.name for n in low.nodes]
+    first = 1_000_001                 # the chat script's acks start apart from a runner's
+    for t in range(steps):
+        got = _labelled(cm, pm, tr.at(tr.ack_tic(first + t)))
+        want = result_labels(low, res, t)
+        bad = [k for k in got if got[k] != want[k]]
+        assert not bad and len(got) == len(want), \
+            f"step {t}: {len(bad)} lights differ, first {bad[:1]}"
+    ys = [int(res.value[0, t, next(n.id for n in low.nodes if n.name == "y")])
+          for t in range(steps)]
+    print(f"chat in GZDoom: {steps} steps, every light equal to the reference; "
+          f"chose {ys[2:]}")
