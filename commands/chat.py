@@ -1,6 +1,8 @@
 """`build.py chat`: the checked-in chat model (circuits/chat.dnet, docs/chat.md) in one
 map, wads/chat.wad; with --prompt, the reply written by the network in ViZDoom, every step
-compared with the reference: `tokens N/N EXACT` (the demo itself is demos/chat.py)."""
+compared with the reference: `tokens N/N EXACT`. `--config large` runs the larger model
+(circuits/chat_large.dnet) over several maps, wads/chat_large.wad (the demo itself is
+demos/chat.py)."""
 from __future__ import annotations
 
 
@@ -14,17 +16,23 @@ def add_arguments(p) -> None:
                    help="also read back every light (every state element) at every step")
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="stop each run after N steps (a sample of its first steps)")
-    p.add_argument("-o", "--output", help="WAD to write (default wads/chat.wad)")
+    p.add_argument("--config", choices=("chat", "large"), default="chat",
+                   help="chat: the model of one map, with the player's room (default); "
+                        "large: d_model 16 over several maps")
+    p.add_argument("-o", "--output", help="WAD to write (default wads/chat.wad, or "
+                                          "wads/chat_<config>.wad)")
 
 
 def run(args) -> int:
     import os
 
     from commands.common import output_path, writing
-    from demos.chat import CHAT_DNET, main
+    from demos.chat import ONE_MAP, dnet_path, main
     from mapgen.compile import WADS
 
-    out = output_path(args.output, os.path.join(WADS, "chat.wad"), sources=(CHAT_DNET,))
+    name = "chat.wad" if args.config == ONE_MAP else f"chat_{args.config}.wad"
+    out = output_path(args.output, os.path.join(WADS, name),
+                      sources=(dnet_path(args.config),))
     with writing(out, "the WAD"):
         return main(args.prompt, seed=args.seed, debug=args.debug, output=out,
-                    max_steps=args.max_steps)
+                    max_steps=args.max_steps, config=args.config)

@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from dsl.diagnostics import VoodooError
 from models.chat_corpus import decode, encode
 
-CHAT_DNET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "circuits", "chat.dnet")
+CIRCUITS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "circuits")
+CHAT_DNET = os.path.join(CIRCUITS, "chat.dnet")
+# The configurations a run can take (models/chat_train.CONFIGS): `chat` is one map with the
+# player's room; the larger ones are tiled over several maps (mapgen/tiles.py).
+ONE_MAP = "chat"
 FED = None  # dsl.sequence.FED: the input takes its node's value of the step before
 
 
@@ -57,18 +61,23 @@ def check_prompt(prompt: str, cfg) -> None:
         raise VoodooError("--prompt '': give a question")
 
 
-def load_model():
+def dnet_path(config: str = ONE_MAP) -> str:
+    """The checked-in netlist of a configuration: circuits/chat.dnet, chat_large.dnet, ..."""
+    return CHAT_DNET if config == ONE_MAP else os.path.join(CIRCUITS, f"chat_{config}.dnet")
+
+
+def load_model(config: str = ONE_MAP):
     from models.chat_train import load
 
-    return load("chat")
+    return load(config)
 
 
-def load_net(path: str = CHAT_DNET):
+def load_net(path: str = CHAT_DNET, config: str = ONE_MAP):
     from dsl import load
 
     if not os.path.exists(path):
         raise VoodooError(f"{path}: the chat netlist is not checked in\n    hint: python -m "
-                          "models.chat_train --config chat --retrain --write")
+                          f"models.chat_train --config {config} --retrain --write")
     return load(path)
 
 
@@ -84,6 +93,19 @@ def build(net, out: str, room: bool = True):
     else:
         m = compile_netlist(net, title="chat")
     write_wad(out, [m], net, None)
+    return load_wad(out)
+
+
+def build_tiled(net, out: str, title: str):
+    """A netlist too big for one map over several (mapgen/tiles.py: each map keeps its own
+    state; Python hands values between maps by name); returns the loaded WAD."""
+    from mapgen.compile import load_wad, write_wad
+    from mapgen.tiles import compile_tiles, plan_tiles
+
+    tiles = plan_tiles(net)
+    print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
+          flush=True)
+    write_wad(out, compile_tiles(tiles, title), net, tiles)
     return load_wad(out)
 
 
@@ -135,35 +157,97 @@ def run_chat(loaded, cfg, prompt: str, seed: int | None = None, debug: bool = Fa
 
 
 
+def run_chat_tiled(loaded, cfg, prompt: str, seed: int | None = None, runners=None,
+                   max_steps: int | None = None) -> ChatRun:
+    """One prompt through the maps of a tiled WAD (engine.tiled.run_sequence), every map
+    in its own engine keeping its own state: at every step the outputs and every value
+    that crosses maps are compared with the reference. `runners`: open runners, one per
+    map, reused across prompts."""
+    from tqdm import tqdm
+
+    from engine.tiled import run_sequence
+
+    net = loaded.net
+    rows = prompt_rows(net, prompt, seed, cfg)[:max_steps]
+    tics0 = sum(r.tics for r in runners) if runners else 0
+    t0 = time.perf_counter()
+    with tqdm(total=len(rows), desc=prompt[:20], unit="step", leave=False) as bar:
+        res = run_sequence(loaded.path, loaded.infos, loaded.tiles, net, rows,
+                           runners=runners, progress=lambda t: bar.update(1))
+    secs = time.perf_counter() - t0
+    tics = sum(r.tics for r in runners) - tics0 if runners else 0
+    iy = [net.nodes[o].name for o in net.outputs].index("y")
+    ys = [r.engine[iy] for r in res[len(prompt):]]
+    text = decode(ys).split("\n")[0]
+    return ChatRun(prompt, text, len(res), sum(r.exact for r in res), secs, tics,
+                   [r.first_divergence for r in res if r.first_divergence])
+
+
 def main(prompts: list[str], seed: int | None = None, debug: bool = False,
-         output: str | None = None, dnet: str = CHAT_DNET, max_steps: int | None = None) -> int:
+         output: str | None = None, dnet: str | None = None, max_steps: int | None = None,
+         config: str = ONE_MAP) -> int:
     """`build.py chat`: build the WAD `output` (the command resolves and checks its path;
-    default wads/chat.wad); run each prompt; 0 if every step of every prompt is EXACT, 4 on
-    a mismatch (as `run`)."""
-    from engine.runner import MapRunner
+    default wads/chat.wad, or wads/chat_<config>.wad for a tiled configuration); run each
+    prompt; 0 if every step of every prompt is EXACT, 4 on a mismatch (as `run`)."""
     from mapgen.compile import WADS
 
     if seed is not None and not 0 <= seed < 2 ** 63:
         raise VoodooError(f"--seed {seed}: give a seed of 0 or more")
     if max_steps is not None and max_steps < 1:
         raise VoodooError(f"--max-steps {max_steps}: give at least 1 step")
-    out = output or os.path.join(WADS, "chat.wad")
-    cfg = load_model().cfg
+    tiled = config != ONE_MAP
+    if tiled and debug:
+        raise VoodooError(f"--debug reads every light of one map; over tiles (--config "
+                          f"{config}) every value that crosses maps is compared already")
+    out = output or os.path.join(WADS, "chat.wad" if not tiled else f"chat_{config}.wad")
+    cfg = load_model(config).cfg
     for p in prompts:
         check_prompt(p, cfg)
-    net = load_net(dnet)
+    net = load_net(dnet or dnet_path(config), config)
+    if tiled:
+        return _main_tiled(net, out, cfg, prompts, seed, max_steps, config)
     loaded = build(net, out)
     info = loaded.infos[0]
     print(f"{out}: 1 map, {info['inference_tics']} tics per step")
     if not prompts:
         return 0
+    from engine.runner import MapRunner
+
     bad = 0
     with MapRunner(loaded.path, info) as runner:
         for p in prompts:
-            r = run_chat(loaded, cfg, p, seed, debug, runner, max_steps)
-            print(f"> {p}\n{r.reply}")
-            for d in r.divergences[:3]:
-                print(f"  first divergence: {d}")
-            print(f"{r.tokens}  ({r.tics} tics, {r.seconds:.1f} s)")
-            bad += r.tokens.endswith("MISMATCH")
-    return 4 if bad else 0
+            print(f"> {p}", flush=True)
+            bad |= _report(run_chat(loaded, cfg, p, seed, debug, runner, max_steps))
+    return bad
+
+
+def _report(r: ChatRun) -> int:
+    """Print a run's reply and its `tokens N/N EXACT` line; 4 on a mismatch, else 0."""
+    print(r.reply)
+    for d in r.divergences[:3]:
+        print(f"  first divergence: {d}")
+    print(f"{r.tokens}  ({r.tics} tics, {r.seconds:.1f} s)", flush=True)
+    return 4 if r.tokens.endswith("MISMATCH") else 0
+
+
+def _main_tiled(net, out: str, cfg, prompts, seed, max_steps, config: str) -> int:
+    from engine.runner import MapRunner
+    from engine.tiled import map_name
+
+    loaded = build_tiled(net, out, f"chat {config}")
+    per = [info["inference_tics"] for info in loaded.infos]
+    print(f"{out}: {len(per)} maps, {sum(per)} tics per step ({' + '.join(map(str, per))})")
+    if not prompts:
+        return 0
+    runners: list = []
+    try:
+        for k, info in enumerate(loaded.infos):   # each map loads once, for every prompt
+            runners.append(MapRunner(loaded.path, info, map_name(k)))
+        bad = 0
+        for p in prompts:
+            print(f"> {p}", flush=True)
+            bad |= _report(run_chat_tiled(loaded, cfg, p, seed, runners, max_steps))
+        return bad
+    finally:
+        for r in runners:
+            r.close()

@@ -444,29 +444,34 @@ def _stage_main(conn, wad: str, infos, io, pipeline: bool, first_map: int) -> No
 
 
 def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
-                 stream: bool = True):
+                 stream: bool = True, runners: list[MapRunner] | None = None,
+                 progress=None):
     """One run of a multi-step netlist through the maps of a tiled WAD, step by step
     (mapgen/tiles.SequenceCarry): an engine per map, each keeping its map loaded and its
     own state (membranes, prev doors) from step to step; streamed (`stream_sequence`)
     unless `stream` is False (then one map at a time, `carry_sequence`). Every output and
     every value that crosses maps is compared with the reference at every step; the first
-    one that differs is named with its step."""
+    one that differs is named with its step. `runners`: the caller's open runners, one per
+    map in order, used instead of starting engines (a map of 400,000 lines takes a minute
+    to load, so several runs share them); `progress(t)` once step t is through every map."""
     from dsl.sequence import reference_run
     from engine.runner import Comparison
     from mapgen.tiles import carry_sequence
 
     fed_here = [set(info.get("feedback") or []) for info in infos]
     if stream:
-        steps = stream_sequence(wad, infos, tiles, net, seq, fed_here)
+        steps = stream_sequence(wad, infos, tiles, net, seq, fed_here, runners, progress)
     else:
-        runners: list[MapRunner] = []
+        own = runners is None
+        runners = [] if own else runners
         try:
-            for k, info in enumerate(infos):
-                runners.append(MapRunner(wad, info, map_name(k)))
+            if own:
+                for k, info in enumerate(infos):
+                    runners.append(MapRunner(wad, info, map_name(k)))
             steps = carry_sequence(tiles, seq, net, lambda k, ins, t, fed: runners[k].infer(
                 ins, first=t == 0, fed=fed), fed_here)
         finally:
-            for r in runners:
+            for r in runners if own else ():
                 r.close()
     res, _ = reference_run(net, seq)
     out = []
@@ -523,7 +528,8 @@ class _Handed:
 
 
 def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
-                    fed_here: list[set]) -> list[dict]:
+                    fed_here: list[set], runners: list[MapRunner] | None = None,
+                    progress=None) -> list[dict]:
     """carry_sequence with every map in its own engine at once: each map runs its steps
     in order as soon as its inputs are there, so while map k+1 works on step t, map k
     already works on step t+1 (unless it reads a value map k+1 hands on at step t: then
@@ -537,9 +543,9 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     rules, handed = SequenceCarry(tiles, net, fed_here), _Handed()
 
     def drive(k: int) -> None:
-        runner = None
+        runner = None if runners is None else runners[k]
         try:
-            runner = MapRunner(wad, infos[k], map_name(k))
+            runner = runner or MapRunner(wad, infos[k], map_name(k))
             for t, row in enumerate(seq):
                 if handed.ended(t):
                     break
@@ -549,12 +555,14 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
                 handed.put(t, out)
                 if rules.done is not None and out.get(rules.done) == 1:
                     handed.end(t)
+                if progress is not None and k == len(tiles) - 1:
+                    progress(t)
         except _Stopped:
             pass
         except BaseException as e:  # noqa: BLE001 - handed to the caller, raised there
             handed.end(error=e)
         finally:
-            if runner is not None:
+            if runner is not None and runners is None:
                 runner.close()
 
     threads = [threading.Thread(target=drive, args=(k,), daemon=True)

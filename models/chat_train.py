@@ -42,8 +42,12 @@ CONFIGS = {
                        s_norm=48, kv_div=8, v_max=10, s_v=96, out_scale=2, beta=0.12,
                        router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64,
                        s_choice=48),
+    # the integer settings of `chat` (what won its integer accuracy back), twice as wide:
+    # over several maps (docs/chat.md, "Over several maps")
     "large": ChatConfig(d_model=16, heads=4, layers=2, experts=2, mlp=32, router_hidden=32,
-                        s_norm=48),
+                        s_norm=48, kv_div=8, v_max=10, s_v=96, out_scale=2, beta=0.12,
+                        router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64,
+                        s_choice=48),
     "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
                            router_hidden=32, s_norm=48),
 }
@@ -64,7 +68,8 @@ class Schedule:
 
 # chat: 150 float epochs with a rounding's noise 1.5 wide, no qat epochs (docs/chat.md, "The
 # trained model": what each choice measured)
-SCHEDULES = {"chat": Schedule(float_epochs=150, qat_epochs=0, noise=1.5), "large": Schedule(),
+SCHEDULES = {"chat": Schedule(float_epochs=150, qat_epochs=0, noise=1.5),
+             "large": Schedule(float_epochs=150, qat_epochs=0, noise=1.5),
              "microbit": Schedule(qat_epochs=3)}
 
 
@@ -73,6 +78,9 @@ def weights_path(name: str) -> str:
 
 
 NETLIST_PATH = os.path.join(ROOT, "circuits", "chat.dnet")
+# The configurations whose netlist is checked in beside their weights (the micro:bit size's
+# would be megabytes of text: it is made from its weights when wanted).
+NETLISTS = {"chat": NETLIST_PATH, "large": os.path.join(ROOT, "circuits", "chat_large.dnet")}
 
 
 # --------------------------------------------------------------------------------- data
@@ -254,11 +262,11 @@ def _write(name: str, model: ChatLM, report: Report) -> None:
     torch.save(model.state(), buf)
     atomic_write(weights_path(name), buf.getvalue())
     print(f"wrote {os.path.relpath(weights_path(name), ROOT)}")
-    if name == "chat":
-        comment = (f"The trained chat model (python -m models.chat_train --config chat): "
+    if name in NETLISTS:
+        comment = (f"The trained chat model (python -m models.chat_train --config {name}): "
                    f"docs/chat.md.\n{report}")
-        atomic_write(NETLIST_PATH, to_dnet(model, "chat", comment).encode())
-        print(f"wrote {os.path.relpath(NETLIST_PATH, ROOT)}")
+        atomic_write(NETLISTS[name], to_dnet(model, name, comment).encode())
+        print(f"wrote {os.path.relpath(NETLISTS[name], ROOT)}")
 
 
 if __name__ == "__main__":
