@@ -6,6 +6,7 @@
                                          # step is ~1,300 tics of ViZDoom)
     python bench/chat.py --workers 2     # engines at once (default 2, one per core here)
     python bench/chat.py --sizes         # the configurations' maps: dolls, doors, tiles
+    python bench/chat.py --config large --engine 3   # the d-16 model over its maps
 
 Prints, for the checked-in model (models/data/chat_chat.pt, circuits/chat.dnet):
 next-character accuracy of the float and the integer forward on the held-out exchanges and
@@ -15,7 +16,8 @@ through the torch float forward, the torch integer forward and the NumPy referen
 netlist (dsl.reference), each in ms per character and as a ratio to the torch float
 forward measured in this run; then the engine's runs (every step compared, `==`), tics
 per character and characters per second (wall, this machine) and the map's dolls, lines,
-lights, maps beside the micro:bit model's 108 KB.
+lights, maps beside the micro:bit model's 108 KB. With `--config large`, the same for the
+d-16 model (circuits/chat_large.dnet), its prompts run over its maps one after the other.
 """
 from __future__ import annotations
 
@@ -113,6 +115,8 @@ def sizes() -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", choices=("chat", "large"), default="chat",
+                   help="chat: the one-map model (default); large: d 16 over several maps")
     p.add_argument("--engine", type=int, default=20, help="prompts to run in the engine")
     p.add_argument("--prompts", type=int, default=20)
     p.add_argument("--workers", type=int, default=2, help="engines at once (default 2)")
@@ -122,17 +126,34 @@ def main(argv=None) -> int:
     if args.sizes:
         sizes()
         return 0
-    from demos.chat import build, load_model, load_net
-    from demos.chat_census import census
-    from models.chat_dnet import netlist
+    from demos.chat import dnet_path, load_model, load_net
+
+    model = load_model(args.config)
+    net = load_net(dnet_path(args.config), args.config)
+    qs, words, base = model_figures(model, net, args.prompts)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.config == "chat":
+            loaded = map_figures(model, net, tmp)
+            if args.engine:
+                engine_runs(loaded.path, qs[:args.engine], args.workers, base, words)
+        else:
+            loaded = tiled_figures(net, tmp, args.config)
+            if args.engine:
+                tiled_runs(loaded, model.cfg, qs[:args.engine], base, words)
+    return 0
+
+
+def model_figures(model, net, n: int) -> tuple[list[str], set[str], float]:
+    """Held-out accuracy; the prompts' replies from the torch float and integer forwards and
+    the netlist's NumPy reference, timed per character. Returns the prompts, the corpus's
+    words and the float forward's seconds per character (the baseline of every ratio)."""
     from models.chat_train import evaluate
 
-    model, net = load_model(), load_net()
     rep = evaluate(model, chat_corpus.load("heldout"))
     print(f"held-out next-character accuracy: float {rep.float_acc:.2%}, integer "
           f"{rep.int_acc:.2%}; float/integer agreement {rep.agreement:.2%} "
           f"({rep.chars} characters)")
-    qs = prompts(args.prompts)
+    qs = prompts(n)
     words = corpus_words()
     with torch.no_grad():
         floats, t_float = timed(lambda q: generate(model, q, mode="float"), qs)
@@ -141,34 +162,84 @@ def main(argv=None) -> int:
     steps = sum(r.steps for r in ints)
     agree = sum(chat_corpus.decode(ys[len(q):]).split("\n")[0] == r.text
                 for q, ys, r in zip(qs, refs, ints))
+    answers = dict(ex.split("\n")[:2] for ex in chat_corpus.load("heldout"))
     print(f"\n{len(qs)} prompts, greedy: netlist reference == integer forward on {agree}/"
           f"{len(qs)}; replies of corpus words only: "
-          f"{sum(only_words(r.text, words) for r in ints)}/{len(qs)}")
+          f"{sum(only_words(r.text, words) for r in ints)}/{len(qs)}; the held-out answer "
+          f"itself: {sum(r.text == answers.get(q) for q, r in zip(qs, ints))}/{len(qs)}")
     for q, r, f in zip(qs, ints, floats):
-        print(f"  {q!r:34} -> {r.text!r:30} (float: {f.text!r})")
+        print(f"  {q!r:34} -> {r.text!r:30} (float: {f.text!r}; corpus: {answers.get(q)!r})")
     base = t_float / steps
     print(f"\nper character ({steps} steps): torch float {1e3 * base:.2f} ms (1.00), torch "
           f"integer {1e3 * t_int / steps:.2f} ms ({t_int / t_float:.2f}x), NumPy reference "
           f"of the netlist {1e3 * t_ref / steps:.2f} ms ({t_ref / t_float:.2f}x)")
+    return qs, words, base
+
+
+def map_figures(model, net, tmp: str):
+    """The one map: built, its census per part and its resources beside the micro:bit's."""
+    from demos.chat import build
+    from demos.chat_census import census
+    from models.chat_dnet import netlist
+
     c = census(netlist(model, "chat", recurrent=False))
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        loaded = build(net, os.path.join(tmp, "chat.wad"))
-        t_build = time.perf_counter() - t0
-        info = loaded.infos[0]
-        print(f"\nthe map: 1 map, {info['inference_tics']} tics per step, built in "
-              f"{t_build:.0f} s; dolls {c['total']['dolls']:,}, doors {c['total']['doors']:,}, "
-              f"weighted lines (census) {c['total']['lines']:,}, levels "
-              f"{c['total']['levels']}")
-        for k, v in c.items():
-            if k != "total":
-                print(f"  {k:40} dolls {v['dolls']:5}  doors {v['doors']:6}  lines "
-                      f"{v['lines']:7}")
-        for k, v in resources(net):
-            print(f"  {k:40} {v}")
-        if args.engine:
-            engine_runs(loaded.path, qs[:args.engine], args.workers, base, words)
-    return 0
+    t0 = time.perf_counter()
+    loaded = build(net, os.path.join(tmp, "chat.wad"))
+    t_build = time.perf_counter() - t0
+    info = loaded.infos[0]
+    print(f"\nthe map: 1 map, {info['inference_tics']} tics per step, built in "
+          f"{t_build:.0f} s; dolls {c['total']['dolls']:,}, doors {c['total']['doors']:,}, "
+          f"weighted lines (census) {c['total']['lines']:,}, levels {c['total']['levels']}")
+    for k, v in c.items():
+        if k != "total":
+            print(f"  {k:40} dolls {v['dolls']:5}  doors {v['doors']:6}  lines "
+                  f"{v['lines']:7}")
+    for k, v in resources(net):
+        print(f"  {k:40} {v}")
+    return loaded
+
+
+def tiled_figures(net, tmp: str, config: str):
+    """The maps of a tiled configuration: built, their tics per step and resources."""
+    from demos.chat import build_tiled
+
+    t0 = time.perf_counter()
+    loaded = build_tiled(net, os.path.join(tmp, f"chat_{config}.wad"), f"chat {config}")
+    per = [info["inference_tics"] for info in loaded.infos]
+    print(f"\nthe maps: {len(per)}, {sum(per):,} tics per step ({' + '.join(map(str, per))}),"
+          f" built in {time.perf_counter() - t0:.0f} s")
+    for k, v in resources(net):
+        print(f"  {k:40} {v}")
+    return loaded
+
+
+def tiled_runs(loaded, cfg, qs: list[str], base: float, words: set[str]) -> None:
+    """The prompts over the maps of a tiled WAD, one after the other (each map in its own
+    engine, the maps streaming within a step), every step compared with the reference."""
+    from demos.chat import run_chat_tiled
+    from engine.runner import MapRunner
+    from engine.tiled import map_name
+
+    exact = chars = tics = worded = 0
+    secs = 0.0
+    runners = []
+    try:
+        for k, info in enumerate(loaded.infos):
+            runners.append(MapRunner(loaded.path, info, map_name(k)))
+        for q in qs:
+            r = run_chat_tiled(loaded, cfg, q, None, runners)
+            exact += r.tokens.endswith("EXACT")
+            worded += only_words(r.reply, words)
+            chars, tics, secs = chars + r.steps, tics + r.tics, secs + r.seconds
+            print(f"  engine {r.prompt!r}: {r.reply!r}  {r.tokens}  ({r.seconds:.0f} s)",
+                  flush=True)
+    finally:
+        for r in runners:
+            r.close()
+    print(f"\nengine: {exact}/{len(qs)} prompts EXACT over {len(loaded.infos)} maps, "
+          f"{worded}/{len(qs)} replies of corpus words only; {tics / chars:.0f} tics per "
+          f"character (every map's), {chars / secs:.3f} characters per second "
+          f"({1e3 * secs / chars:.0f} ms, {secs / chars / base:.0f}x the torch float forward)")
 
 
 def _engine_worker(path: str, qs: list[str], out) -> None:
