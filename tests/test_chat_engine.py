@@ -84,9 +84,8 @@ def test_a_held_out_prompt_in_the_engine_is_the_reference_to_its_end(loaded, vis
 
 
 def test_a_visitor_steps_on_a_pedal_and_reads_the_reply(visitor, model):
-    i = chat_map.PROMPTS.index("hi")
-    got = visitor.ask(i)
-    want = generate(model, "hi")
+    got = visitor.ask(0)
+    want = generate(model, chat_map.PROMPTS[0])
     assert decode(got) == want.text + ("\n" if want.ended else "")
 
 

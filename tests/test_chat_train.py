@@ -32,7 +32,35 @@ def test_batches_pad_and_mask_the_exchanges():
     assert rep.sum(1).tolist() == [7, 3]  # the steps whose next character is the answer's
 
 
-@pytest.mark.parametrize("name", ["chat"])  # large, microbit: not trained yet (docs/chat.md)
+def test_the_reply_weight_weighs_the_replys_characters():
+    """reply_weight 1 is the plain mean cross entropy; a large weight tends to the reply's
+    own mean: the loss sees the reply more, the question less."""
+    from models.chat_train import _loss
+
+    torch.manual_seed(0)
+    model = ChatLM(ChatConfig(d_model=4, heads=2, experts=2, mlp=4, router_hidden=4), 0)
+    x, mask = batch_of(["hi\nhello.\n", "what is a doll?\ntoy.\n"])
+    with torch.no_grad():
+        logits = model(x[:, :-1], mode="float").float() / model.cfg.logit_unit
+        each = torch.nn.functional.cross_entropy(logits[mask], x[:, 1:][mask],
+                                                 reduction="none")
+        rep = reply_mask(x, mask)[mask]
+        plain, _ = _loss(model, x, mask, "float", 0.0)
+        heavy, _ = _loss(model, x, mask, "float", 0.0, reply_weight=1e6)
+    assert torch.allclose(plain, each.mean())
+    assert torch.allclose(heavy, each[rep].mean(), rtol=1e-4)
+    assert not torch.allclose(plain, heavy)
+
+
+def test_training_sees_small_talk_more_often():
+    texts = chat_corpus.training_texts()
+    hi = "hi\n" + dict(chat_corpus.SMALL_TALK)["hi"] + "\n"
+    assert texts.count(hi) == chat_corpus.SMALL_TALK_REPEAT
+    topic = chat_corpus.load("train")[0]
+    assert texts.count(topic) == 1
+
+
+@pytest.mark.parametrize("name", ["chat", "large", "microbit"])
 def test_checked_in_weights_load(name):
     if not os.path.exists(weights_path(name)):
         pytest.fail(f"{weights_path(name)} is not checked in: python -m models.chat_train "

@@ -324,7 +324,7 @@ def test_gzdoom_keeps_recurrent_state_as_vizdoom_does(tmp_path):
 
 @needs_gzdoom
 def test_gzdoom_chat_pedal_computes_the_reference_steps(tmp_path):
-    """The chat map as a player uses it in GZDoom: the pedal of prompt "hi" starts the
+    """The chat map as a player uses it in GZDoom: the first prompt pedal starts the
     map's own chat script (the prompt's characters, then the fed steps: the network's
     choice copied back into its input inside the map). At each of the first steps the
     probe logs every light when the step is acknowledged: every accumulator and value,
@@ -340,12 +340,12 @@ def test_gzdoom_chat_pedal_computes_the_reference_steps(tmp_path):
     write_wad(wad, [cm])
     pm = gz.probe_map(cm.layout, 0, planes=False, on_ack=True)
     gz.write_probe(probe, pm)
-    steps = 5       # "hi", its newline, two reply characters: ~40 s of GZDoom a step
-    prompt = chat_map.PROMPTS.index("hi")
+    text, prompt = chat_map.PROMPTS[0], 0
+    steps = len(text) + 3   # the prompt, its newline, two reply characters: ~40 s a step
     commands = (f"wait {info['init_tics'] + 14}; puke {chat_map.SCRIPT_PEDAL + prompt}; "
                 f"wait {steps * (info['inference_tics'] + 4) + gz.TAIL}; quit")
     tr = gz.parse_log(gz.run_gzdoom(GZDOOM, wad, probe, commands, timeout=1200), pm)
-    rows = chat.prompt_rows(net, "hi", None, model.cfg)
+    rows = chat.prompt_rows(net, text, None, model.cfg)
     res = evaluate(lower_products(net), [rows])
     assert [n.name for n in lower_products(net).nodes] == [n.name for n in low.nodes]
     first = 1_000_001                 # the chat script's acks start apart from a runner's
