@@ -16,9 +16,11 @@ def add_arguments(p) -> None:
                    help="also read back every light (every state element) at every step")
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="stop each run after N steps (a sample of its first steps)")
-    p.add_argument("--config", choices=("chat", "large"), default="chat",
+    p.add_argument("--config", choices=("chat", "large", "microbit"), default="chat",
                    help="chat: the model of one map, with the player's room (default); "
-                        "large: d_model 16 over several maps")
+                        "large: d_model 16 over several maps; microbit: the micro:bit "
+                        "model's size (d 40, 3 experts) over dozens of maps, its netlist "
+                        "made from the checked-in weights")
     p.add_argument("-o", "--output", help="WAD to write (default wads/chat.wad, or "
                                           "wads/chat_<config>.wad)")
 
@@ -27,12 +29,14 @@ def run(args) -> int:
     import os
 
     from commands.common import output_path, writing
-    from demos.chat import ONE_MAP, dnet_path, main
+    from demos.chat import ONE_MAP, dnet_path, has_netlist, main
     from mapgen.compile import WADS
+    from models.chat_train import weights_path
 
     name = "chat.wad" if args.config == ONE_MAP else f"chat_{args.config}.wad"
     out = output_path(args.output, os.path.join(WADS, name),
-                      sources=(dnet_path(args.config),))
+                      sources=(dnet_path(args.config) if has_netlist(args.config)
+                               else weights_path(args.config),))
     with writing(out, "the WAD"):
         return main(args.prompt, seed=args.seed, debug=args.debug, output=out,
                     max_steps=args.max_steps, config=args.config)

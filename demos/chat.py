@@ -81,6 +81,23 @@ def load_net(path: str = CHAT_DNET, config: str = ONE_MAP):
     return load(path)
 
 
+def has_netlist(config: str) -> bool:
+    """Whether the configuration's netlist is checked in (the micro:bit size's would be
+    megabytes of text: it is made from the checked-in weights when wanted)."""
+    from models.chat_train import NETLISTS
+
+    return config in NETLISTS
+
+
+def made_net(config: str):
+    """The netlist of a configuration made from its checked-in weights (with progress: the
+    micro:bit size's takes a minute)."""
+    from models.chat_dnet import netlist
+
+    print(f"chat_{config}: making the netlist from models/data/chat_{config}.pt", flush=True)
+    return netlist(load_model(config), f"chat_{config}")
+
+
 def build(net, out: str, room: bool = True):
     """Compile the netlist into one map (with the player's room around the hall: prompt
     pedals and the letter wall, demos/chat_map.py) and write the WAD; returns its loaded
@@ -203,7 +220,8 @@ def main(prompts: list[str], seed: int | None = None, debug: bool = False,
     cfg = load_model(config).cfg
     for p in prompts:
         check_prompt(p, cfg)
-    net = load_net(dnet or dnet_path(config), config)
+    net = load_net(dnet or dnet_path(config), config) if dnet or has_netlist(config) \
+        else made_net(config)
     if tiled:
         return _main_tiled(net, out, cfg, prompts, seed, max_steps, config)
     loaded = build(net, out)

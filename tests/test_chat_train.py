@@ -9,7 +9,7 @@ import torch
 
 from models import chat_corpus
 from models.chat_lm import ChatConfig, ChatLM
-from models.chat_train import (CONFIGS, NETLIST_PATH, Schedule, _same, batch_of, evaluate,
+from models.chat_train import (CONFIGS, NETLISTS, Schedule, _same, batch_of, evaluate,
                                fit, load, reply_mask, weights_path)
 
 
@@ -69,14 +69,15 @@ def test_checked_in_weights_load(name):
     assert model.cfg == replace(CONFIGS[name], **{})
 
 
-def test_checked_in_netlist_is_the_trained_model():
+@pytest.mark.parametrize("name", sorted(NETLISTS))
+def test_checked_in_netlist_is_the_trained_model(name):
     from models.chat_dnet import to_dnet
 
-    model = load("chat")
-    with open(NETLIST_PATH, encoding="utf-8") as f:
+    model = load(name)
+    with open(NETLISTS[name], encoding="utf-8") as f:
         text = f.read()
     header = [ln[2:] for ln in text.splitlines() if ln.startswith("# ")][:2]
     report = evaluate(model, chat_corpus.load("heldout"))
     assert header[1] == str(report)
-    assert text == to_dnet(model, "chat", "\n".join(header))
-    assert torch.equal(model.choice_bias, load("chat").choice_bias)
+    assert text == to_dnet(model, name, "\n".join(header))
+    assert torch.equal(model.choice_bias, load(name).choice_bias)
