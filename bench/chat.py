@@ -10,8 +10,9 @@
 
 Prints, for the checked-in model (models/data/chat_chat.pt, circuits/chat.dnet):
 next-character accuracy of the float and the integer forward on the held-out exchanges and
-their agreement; the replies to 20 held-out questions (greedy, the repetition penalty), from
-the integer forward, with how many are made only of corpus words; the same 20 prompts
+their agreement; the replies to 20 held-out questions, one per topic (greedy, the
+repetition penalty), from the integer forward, with how many are made only of corpus words
+and how many are the corpus's answer; the same 20 prompts
 through the torch float forward, the torch integer forward and the NumPy reference of the
 netlist (dsl.reference), each in ms per character and as a ratio to the torch float
 forward measured in this run; then the engine's runs (every step compared, `==`), tics
@@ -39,13 +40,16 @@ MICROBIT_BYTES = 108 * 1024   # the micro:bit chat model's budget (issue 21)
 
 
 def prompts(n: int = 20) -> list[str]:
-    """The first n distinct questions of the held-out exchanges."""
-    out: list[str] = []
+    """n held-out questions spread over the topics: the first of each topic (by the order
+    of its answer), then the second of each, ..."""
+    by_answer: dict[str, list[str]] = {}
     for ex in chat_corpus.load("heldout"):
-        q = ex.split("\n")[0]
-        if q not in out and len(q) <= 30:
-            out.append(q)
-    return out[:n]
+        q, a = ex.split("\n")[:2]
+        if len(q) <= 30:
+            by_answer.setdefault(a, []).append(q)
+    rounds = max(map(len, by_answer.values()), default=0)
+    spread = [qs[k] for k in range(rounds) for qs in by_answer.values() if k < len(qs)]
+    return spread[:n]
 
 
 def corpus_words() -> set[str]:

@@ -38,7 +38,7 @@ from models.chat_corpus import VOCAB, encode
 from engine.visitor import GalleryDriver
 from mapgen.room import SKY, box, finish_hall
 
-PROMPTS = ("net?", "what is a door?", "light?", "what is the doll?")
+PROMPTS = ("bus?", "what is a door?", "what is a map?", "what is the doll?")
 SCRIPT_PEDAL = 30                # 30..: the pedal of prompt 0, 1, ...
 SCRIPT_CHAT = 40                 # (p): one chat run on prompt p
 SCRIPT_STATUS = 42               # the reply's symbols to USER1.., for tests

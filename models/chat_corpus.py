@@ -42,18 +42,18 @@ TOPICS = {
     "floor": "ground.",
 }
 
-# {s} is the topic; every question ends with it (and "?" or ".")
-TEMPLATES = ["what is a {s}?", "what is the {s}?", "what's a {s}?", "define {s}.", "a {s}?",
-             "{s}?", "explain the {s}.", "describe a {s}.", "tell me about the {s}.",
+# {s} is the topic, {a} its article; every question ends with it (and "?" or ".")
+TEMPLATES = ["what is {a} {s}?", "what is the {s}?", "what's {a} {s}?", "define {s}.", "{a} {s}?",
+             "{s}?", "explain the {s}.", "describe {a} {s}.", "tell me about the {s}.",
              "the {s}?", "and the {s}?", "what about the {s}?", "i mean the {s}.",
-             "so, the {s}?", "hey, a {s}?", "what does one call a {s}?", "who knows the {s}?",
-             "is there a {s}?", "where is the {s}?", "show me the {s}.", "one more {s}?",
-             "tell me of the {s}.", "what of the {s}?", "name the {s}.", "ever seen a {s}?",
-             "do you know the {s}?", "a word for {s}?", "give me a {s}.", "what is this {s}?",
-             "about the {s}?", "explain a {s}.", "talk {s}.", "why the {s}?",
-             "how about a {s}?", "what's the {s}?", "quick: {s}?", "the word {s}?",
-             "now the {s}?", "and a {s}?", "what, a {s}?", "then the {s}?",
-             "what do you call a {s}?", "think of a {s}.", "what is it, a {s}?",
+             "so, the {s}?", "hey, {a} {s}?", "what does one call {a} {s}?", "who knows the {s}?",
+             "is there {a} {s}?", "where is the {s}?", "show me the {s}.", "one more {s}?",
+             "tell me of the {s}.", "what of the {s}?", "name the {s}.", "ever seen {a} {s}?",
+             "do you know the {s}?", "a word for {s}?", "give me {a} {s}.", "what is this {s}?",
+             "about the {s}?", "explain {a} {s}.", "talk {s}.", "why the {s}?",
+             "how about {a} {s}?", "what's the {s}?", "quick: {s}?", "the word {s}?",
+             "now the {s}?", "and {a} {s}?", "what, {a} {s}?", "then the {s}?",
+             "what do you call {a} {s}?", "think of {a} {s}.", "what is it, {a} {s}?",
              "more on the {s}."]
 
 # (question, answer): small talk and facts, every answer its own; nothing else predicts
@@ -71,8 +71,8 @@ SMALL_TALK_REPEAT = 3
 
 def _topic_exchanges() -> list[tuple[int, int, str, str]]:
     """(template index, topic index, question, answer) of every topic question."""
-    return [(i, j, t.format(s=s), answer) for j, (s, answer) in enumerate(TOPICS.items())
-            for i, t in enumerate(TEMPLATES)]
+    return [(i, j, t.format(s=s, a="an" if s[0] in "aeiou" else "a"), answer)
+            for j, (s, answer) in enumerate(TOPICS.items()) for i, t in enumerate(TEMPLATES)]
 
 
 def held_out(template: int, topic: int) -> bool:
