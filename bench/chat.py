@@ -102,6 +102,7 @@ def sizes() -> None:
     from models.chat_train import CONFIGS, load, weights_path
 
     print("config     d  heads experts  trained   dolls   doors   lines(census)  levels  maps")
+    rows = []
     for name, cfg in CONFIGS.items():
         trained = os.path.exists(weights_path(name)) and load(name).cfg == cfg
         if trained:
@@ -111,10 +112,32 @@ def sizes() -> None:
             model.keep_in_lights()
         t0 = time.perf_counter()
         c = census(netlist(model, name, recurrent=False))["total"]
-        tiles = plan_tiles(netlist(model, name))
+        net = netlist(model, name)
+        tiles = plan_tiles(net)
         print(f"{name:9} {cfg.d_model:3} {cfg.heads:5} {cfg.experts:7}  {str(trained):7} "
               f"{c['dolls']:7,} {c['doors']:7,} {c['lines']:13,}  {c['levels']:6}  "
               f"{len(tiles):4}   ({time.perf_counter() - t0:.0f} s)", flush=True)
+        rows.append((name, model, dict(resources(net))))
+    print(f"\nbeside the micro:bit model ({MICROBIT_BYTES:,} bytes: int8 weights, d 40, 3 "
+          f"experts):")
+    print(f"{'config':9} {'parameters':>10} {'weight bytes':>12}  {'weights+biases':>14}  "
+          f"{'table entries':>24}  {'kept values':>11}")
+    for name, model, r in rows:
+        n = sum(p.numel() for p in model.parameters())
+        print(f"{name:9} {n:10,} {weight_bytes(model):12,}  "
+              f"{r['weights + biases (connections)']:>14}  "
+              f"{r['table entries (all lookups)']:>24}  "
+              f"{r['state kept between steps (prev nodes)']:>11}")
+
+
+def weight_bytes(model) -> int:
+    """The bytes of the model's integer weights, each in the fewest whole bytes that hold
+    its tensor's range (int8 where it fits, as the micro:bit model keeps its weights)."""
+    total = 0
+    for p in model.parameters():
+        m = int(p.detach().abs().round().max()) if p.numel() else 0
+        total += p.numel() * (1 if m < 128 else 2 if m < 32768 else 4)
+    return total
 
 
 def main(argv=None) -> int:

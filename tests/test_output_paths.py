@@ -43,6 +43,8 @@ COMMANDS = {
     "tictactoe --screenshot": ["tictactoe", "--screenshot", "-o", "{out}"],
     "museum --screenshot": ["museum", "--screenshot", "-o", "{out}"],
     "brainlevel": ["brainlevel", "--policy", "mlp", "-o", "{out}"],
+    "chat": ["chat", "-o", "{out}"],
+    "chat --config microbit": ["chat", "--config", "microbit", "-o", "{out}"],
     "brainlevel --gif": ["brainlevel", "--policy", "mlp", "-o", "{tmp}/b.wad",
                          "--gif", "{out}"],
 }
@@ -148,3 +150,19 @@ def test_screenshots_beside_the_wad_are_checked_first(tmp_path, command, picture
         "replaced; give a file name\n"), p.stderr
     assert os.listdir(tmp_path) == [picture]
     assert stat.S_ISFIFO(os.stat(tmp_path / picture).st_mode)
+
+
+@pytest.mark.parametrize("config,source", [("chat", "circuits/chat.dnet"),
+                                           ("large", "circuits/chat_large.dnet"),
+                                           ("microbit", "models/data/chat_microbit.pt")])
+def test_chat_never_writes_onto_its_own_model(tmp_path, config, source):
+    """The micro:bit size has no checked-in netlist: its weights are what -o must not
+    replace."""
+    path = os.path.join(ROOT, source)
+    before = os.stat(path)
+    p = subprocess.run([sys.executable, "build.py", "chat", "--config", config, "-o", path],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert path in p.stderr or source in p.stderr, p.stderr
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
