@@ -49,7 +49,7 @@ CONFIGS = {
                         router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64,
                         s_choice=48),
     # the micro:bit model's size (d 40, one head of 40, 3 experts, MLP 80) with the same
-    # integer settings: 47 maps (39 with the coarser defaults; docs/chat.md)
+    # integer settings: 48 maps planned, one refused (a lane longer than a map; docs/chat.md)
     "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
                            router_hidden=32, s_norm=48, kv_div=8, v_max=10, s_v=96,
                            out_scale=2, beta=0.12, router_in_max=1, gelu_max=16,
