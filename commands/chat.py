@@ -29,14 +29,12 @@ def run(args) -> int:
     import os
 
     from commands.common import output_path, writing
-    from demos.chat import ONE_MAP, dnet_path, has_netlist, main
+    from demos.chat import ONE_MAP, main, source_path
     from mapgen.compile import WADS
-    from models.chat_train import weights_path
 
     name = "chat.wad" if args.config == ONE_MAP else f"chat_{args.config}.wad"
     out = output_path(args.output, os.path.join(WADS, name),
-                      sources=(dnet_path(args.config) if has_netlist(args.config)
-                               else weights_path(args.config),))
+                      sources=(source_path(args.config),))
     with writing(out, "the WAD"):
         return main(args.prompt, seed=args.seed, debug=args.debug, output=out,
                     max_steps=args.max_steps, config=args.config)

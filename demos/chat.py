@@ -61,9 +61,19 @@ def check_prompt(prompt: str, cfg) -> None:
         raise VoodooError("--prompt '': give a question")
 
 
-def dnet_path(config: str = ONE_MAP) -> str:
-    """The checked-in netlist of a configuration: circuits/chat.dnet, chat_large.dnet, ..."""
-    return CHAT_DNET if config == ONE_MAP else os.path.join(CIRCUITS, f"chat_{config}.dnet")
+def dnet_path(config: str = ONE_MAP) -> str | None:
+    """The checked-in netlist of a configuration (models.chat_train.NETLISTS), or None: the
+    micro:bit size's would be megabytes of text, it is made from its weights when wanted."""
+    from models.chat_train import NETLISTS
+
+    return NETLISTS.get(config)
+
+
+def source_path(config: str = ONE_MAP) -> str:
+    """The file a configuration's WAD is made from: its netlist, else its weights."""
+    from models.chat_train import weights_path
+
+    return dnet_path(config) or weights_path(config)
 
 
 def load_model(config: str = ONE_MAP):
@@ -81,21 +91,18 @@ def load_net(path: str = CHAT_DNET, config: str = ONE_MAP):
     return load(path)
 
 
-def has_netlist(config: str) -> bool:
-    """Whether the configuration's netlist is checked in (the micro:bit size's would be
-    megabytes of text: it is made from the checked-in weights when wanted)."""
-    from models.chat_train import NETLISTS
-
-    return config in NETLISTS
-
-
-def made_net(config: str):
-    """The netlist of a configuration made from its checked-in weights (with progress: the
-    micro:bit size's takes a minute)."""
+def config_net(model, config: str):
+    """The netlist of a configuration: the checked-in one, else made from the model's
+    weights (said first: the micro:bit size's takes minutes)."""
+    path = dnet_path(config)
+    if path:
+        return load_net(path, config)
     from models.chat_dnet import netlist
 
-    print(f"chat_{config}: making the netlist from models/data/chat_{config}.pt", flush=True)
-    return netlist(load_model(config), f"chat_{config}")
+    root = os.path.dirname(CIRCUITS)
+    print(f"chat_{config}: making the netlist from {os.path.relpath(source_path(config), root)}",
+          flush=True)
+    return netlist(model, f"chat_{config}")
 
 
 def build(net, out: str, room: bool = True):
@@ -217,11 +224,11 @@ def main(prompts: list[str], seed: int | None = None, debug: bool = False,
         raise VoodooError(f"--debug reads every light of one map; over tiles (--config "
                           f"{config}) every value that crosses maps is compared already")
     out = output or os.path.join(WADS, "chat.wad" if not tiled else f"chat_{config}.wad")
-    cfg = load_model(config).cfg
+    model = load_model(config)
+    cfg = model.cfg
     for p in prompts:
         check_prompt(p, cfg)
-    net = load_net(dnet or dnet_path(config), config) if dnet or has_netlist(config) \
-        else made_net(config)
+    net = load_net(dnet, config) if dnet else config_net(model, config)
     if tiled:
         return _main_tiled(net, out, cfg, prompts, seed, max_steps, config)
     loaded = build(net, out)

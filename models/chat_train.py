@@ -33,27 +33,23 @@ from models import chat_corpus
 from models.chat_lm import ChatConfig, ChatLM, generate
 
 ROOT = chat_corpus.ROOT
+# What won `chat`'s integer accuracy back and what its map holds (docs/chat.md, "What fits
+# one map"): with its heads 4 and MLP 10, beta 0.12, router_in_max 1, gelu_max 16 and
+# choice_max 12 fitted 65,535 sectors; v in -10..10 (s_v 96), kv_div 8 and a head 4 times
+# as fine (logit_unit 64) are what the measured budget of 400,000 linedefs still holds. The
+# larger sizes keep these integer settings.
+FINE_INTEGERS = dict(s_norm=48, kv_div=8, v_max=10, s_v=96, out_scale=2, beta=0.12,
+                     router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64, s_choice=48)
 CONFIGS = {
-    # heads 4, beta 0.12, router_in_max 1, mlp 10, gelu_max 16, choice_max 12: what fitted
-    # 65,535 sectors; v in -10..10 (s_v 96), kv_div 8 and a head 4 times as fine (logit_unit
-    # 64): what the measured budget of 400,000 linedefs still holds (docs/chat.md, "What
-    # fits one map")
     "chat": ChatConfig(d_model=8, heads=4, layers=2, experts=2, mlp=10, router_hidden=16,
-                       s_norm=48, kv_div=8, v_max=10, s_v=96, out_scale=2, beta=0.12,
-                       router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64,
-                       s_choice=48),
-    # the integer settings of `chat` (what won its integer accuracy back), twice as wide:
-    # over several maps (docs/chat.md, "Over several maps")
+                       **FINE_INTEGERS),
+    # twice as wide: over several maps (docs/chat.md, "Over several maps")
     "large": ChatConfig(d_model=16, heads=4, layers=2, experts=2, mlp=32, router_hidden=32,
-                        s_norm=48, kv_div=8, v_max=10, s_v=96, out_scale=2, beta=0.12,
-                        router_in_max=1, gelu_max=16, choice_max=12, logit_unit=64,
-                        s_choice=48),
-    # the micro:bit model's size (d 40, one head of 40, 3 experts, MLP 80) with the same
-    # integer settings: 48 maps planned, one refused (a lane longer than a map; docs/chat.md)
+                        **FINE_INTEGERS),
+    # the micro:bit model's size (d 40, one head of 40, 3 experts, MLP 80): 48 maps
+    # planned, one refused (a lane longer than a map; docs/chat.md)
     "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
-                           router_hidden=32, s_norm=48, kv_div=8, v_max=10, s_v=96,
-                           out_scale=2, beta=0.12, router_in_max=1, gelu_max=16,
-                           choice_max=12, logit_unit=64, s_choice=48),
+                           router_hidden=32, **FINE_INTEGERS),
 }
 
 

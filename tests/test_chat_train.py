@@ -33,8 +33,8 @@ def test_batches_pad_and_mask_the_exchanges():
 
 
 def test_the_reply_weight_weighs_the_replys_characters():
-    """reply_weight 1 is the plain mean cross entropy; a large weight tends to the reply's
-    own mean: the loss sees the reply more, the question less."""
+    """reply_weight 1 is the plain mean cross entropy, bit for bit; a larger weight moves
+    the loss from the question's mean toward the reply's, step by step and never past it."""
     from models.chat_train import _loss
 
     torch.manual_seed(0)
@@ -45,11 +45,14 @@ def test_the_reply_weight_weighs_the_replys_characters():
         each = torch.nn.functional.cross_entropy(logits[mask], x[:, 1:][mask],
                                                  reduction="none")
         rep = reply_mask(x, mask)[mask]
-        plain, _ = _loss(model, x, mask, "float", 0.0)
-        heavy, _ = _loss(model, x, mask, "float", 0.0, reply_weight=1e6)
-    assert torch.allclose(plain, each.mean())
-    assert torch.allclose(heavy, each[rep].mean(), rtol=1e-4)
-    assert not torch.allclose(plain, heavy)
+        losses = [float(_loss(model, x, mask, "float", 0.0, reply_weight=w)[0])
+                  for w in (1, 8, 64)]
+        plain = torch.nn.functional.cross_entropy(logits[mask], x[:, 1:][mask])
+    question, reply = float(each[~rep].mean()), float(each[rep].mean())
+    assert question != reply and losses[0] == float(plain)
+    ordered = [question] + losses + [reply]
+    assert ordered == sorted(ordered, reverse=question > reply)
+    assert len(set(ordered)) == len(ordered)
 
 
 def test_training_sees_small_talk_more_often():
