@@ -159,10 +159,11 @@ def conveyor_tag_for(circuit: Circuit) -> int:
 def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
                 pitch: float = P.LANE_WIDTH + P.LANE_GAP, square: bool = True
                 ) -> list[LaneGeometry]:
-    """Lanes stacked in +y from (x0, y0), in columns. With `square`, about as many columns
-    as make the map square (easier to look at, in the engine and in pictures); always a new
-    column before leaving the map."""
-    column_lanes = max(1, int((P.COORD_MAX - 256 - y0) // pitch))
+    """Lanes stacked in +y from (x0, y0), in columns, in the circuit's order. With `square`,
+    about as many columns as make the map square (easier to look at, in the engine and in
+    pictures); always a new column before leaving the map; and if columns in the circuit's
+    order still leave it, columns packed by length (`_columns_by_length`)."""
+    column_lanes = lanes_per_column(y0, pitch)
     if square and circuit.lanes:
         mean = sum(lane_geometry(l, 0, 0).length for l in circuit.lanes) / len(circuit.lanes)
         column_lanes = min(column_lanes, max(8, math.ceil(math.sqrt(
@@ -172,15 +173,43 @@ def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
     for k, lane in enumerate(circuit.lanes):
         row = k % column_lanes
         if k and row == 0:
-            x_col += col_width + 256
+            x_col += col_width + COLUMN_GAP
             col_width = 0.0
         g = lane_geometry(lane, x_col, y0 + row * pitch)
         col_width = max(col_width, g.length)
         geoms.append(g)
-    if square and geoms and max(g.x0 + g.length for g in geoms) > P.COORD_MAX - 256:
+    if geoms and max(g.x0 + g.length for g in geoms) > P.COORD_MAX - COLUMN_GAP:
         # Lanes of very different lengths make the square guess too wide: columns as tall
         # as the map allows instead (only maps that would not fit otherwise change).
-        return place_lanes(circuit, x0, y0, pitch, square=False)
+        if square:
+            return place_lanes(circuit, x0, y0, pitch, square=False)
+        return _columns_by_length(circuit, x0, y0, pitch, column_lanes)
+    return geoms
+
+
+COLUMN_GAP = 256   # between columns of lanes, and kept clear at the map's edge
+
+
+def lanes_per_column(y0: float = 0.0, pitch: float = P.LANE_WIDTH + P.LANE_GAP) -> int:
+    """The most lanes a column from y0 holds within the map."""
+    return max(1, int((P.COORD_MAX - COLUMN_GAP - y0) // pitch))
+
+
+def _columns_by_length(circuit: Circuit, x0: float, y0: float, pitch: float,
+                       column_lanes: int) -> list[LaneGeometry]:
+    """Full columns of the longest lanes first, so long lanes share a column: the map's
+    width is the sum of each column's longest lane, at most the longest lane plus the mean
+    length times the lanes over a column's height (what mapgen/tiles.py budgets, "width").
+    The geometries stay in the circuit's order (things and tags follow it)."""
+    lengths = [lane_geometry(l, 0, 0).length for l in circuit.lanes]
+    order = sorted(range(len(lengths)), key=lambda k: (-lengths[k], k))
+    geoms: list[LaneGeometry | None] = [None] * len(lengths)
+    x_col = x0
+    for start in range(0, len(order), column_lanes):
+        column = order[start:start + column_lanes]
+        for row, k in enumerate(column):
+            geoms[k] = lane_geometry(circuit.lanes[k], x_col, y0 + row * pitch)
+        x_col += lengths[column[0]] + COLUMN_GAP
     return geoms
 
 

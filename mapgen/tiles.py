@@ -39,6 +39,7 @@ from dsl.ir import Identity, Input, Lut, Netlist, Node, Prev, Product
 from dsl.ranges import analyse
 
 from . import physics as P
+from .layout import COLUMN_GAP, lanes_per_column
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class MapBudget:
     lines: int = P.MAX_LINES
     sectors: int = P.MAX_SECTORS
     hall_lights: int = P.MAX_HALL_LIGHTS
+    width: int = P.COORD_MAX - COLUMN_GAP    # the lanes' columns, from x 0 (layout.py)
 
 
 @dataclass
@@ -71,6 +73,17 @@ class Cost:
     lanes_doors: int = 0      # doors over every lane
     lines: int = 0
     sectors: int = 0
+    lane_length: int = 0      # the lanes' lengths, summed (upper bounds)
+    longest: int = 0          # the longest lane's
+
+    @property
+    def width(self) -> int:
+        """The lanes' columns' width, at most: columns of the longest lanes first
+        (layout._columns_by_length) are the longest lane plus the mean length times the
+        lanes over a column's height, wide; and a gap between columns."""
+        per = lanes_per_column()
+        columns = -(-self.dolls // per)
+        return self.longest + -(-self.lane_length // per) + COLUMN_GAP * max(0, columns - 1)
 
     @property
     def linedefs(self) -> int:
@@ -86,7 +99,9 @@ class Cost:
                   ("ACS characters (bound)", self.acs(name_len, outputs), b.acs_chars),
                   ("linedefs (bound)", self.linedefs, b.lines),
                   ("sectors (bound)", self.sectors, b.sectors),
-                  ("lights in the hall", self.lights, b.hall_lights)]
+                  ("lights in the hall", self.lights, b.hall_lights),
+                  ("units of width (bound; lanes as long as the value they climb to)",
+                   self.width, b.width)]
         for what, n, most in checks:
             if n > most:
                 return f"{n:,} {what}, more than the {most:,} one map takes"
@@ -161,12 +176,12 @@ class _Net:
                     distinct.setdefault(r, set()).add(v)
         self.groups = {r: len(v) for r, v in distinct.items()}
         self.name_len = max((len(n.name) for n in nodes), default=1)
-        # (dolls, linedefs, sectors, doors) of each lane: its own, and as a tile's input
-        self.own_cost = {i: tuple(map(sum, zip(*((*self.lane(sh, i), sh[0]) for sh in shapes))))
+        # (dolls, linedefs, sectors, doors, length, longest) of each lane: its own, and as
+        # a tile's input
+        self.own_cost = {i: _lanes_cost([self.lane(sh, i) for sh in shapes])
                          for i, shapes in self.own.items()}
         lanes = {r for ls in self.lanes_of.values() for r in ls}
-        self.in_cost = {r: (*self.lane(self.in_shape(r), r), self.in_shape(r)[0])
-                        for r in lanes}
+        self.in_cost = {r: _lanes_cost([self.lane(self.in_shape(r), r)]) for r in lanes}
         self.wide = {r for r in lanes if self.in_shape(r)[0] > P.MAX_DOORS}
 
     @cached_property
@@ -181,19 +196,32 @@ class _Net:
     def sublanes(self, doors: int) -> int:
         return 0 if doors <= 0 else (1 if self.budget is None else math.ceil(doors / self.budget))
 
-    def lane(self, shape: tuple[int, int], lane: int) -> tuple[int, int, int]:
-        """(dolls, linedefs, sectors) of a lane of `shape` (doors, sectors) that carries
-        node `lane`'s value: three walls and portals a sector (sub-lanes repeat the spawn
-        strip, the pad and the end), a value line and a line per weight group per door."""
+    def lane(self, shape: tuple[int, int], lane: int) -> tuple[int, int, int, int, int]:
+        """(dolls, linedefs, sectors, doors, length) of a lane of `shape` (doors, sectors)
+        that carries node `lane`'s value: three walls and portals a sector (sub-lanes
+        repeat the spawn strip, the pad and the end), a value line and a line per weight
+        group per door. Its length (layout.lane_geometry) on the high side: each sub-lane's
+        ends and a landing for a prelude, each door with its landing, each ramp stair."""
         doors, sectors = shape
         dolls = self.sublanes(doors)
+        ramps = max(0, sectors - 4 - 2 * doors)
         sectors += 3 * max(0, dolls - 1)
-        return dolls, 3 * sectors + 4 * dolls + doors * (1 + self.groups.get(lane, 0)), sectors
+        lines = 1 + self.groups.get(lane, 0)
+        landing = P.LINE_LEAD + P.LANDING_CLEAR + P.LINE_SPACING * lines
+        length = (max(1, dolls) * (P.SPAWN_LENGTH + P.PAD_LENGTH + P.END_LENGTH + landing)
+                  + doors * (P.DOOR_DEPTH + landing) + ramps * P.RAMP_STEP_LENGTH)
+        return dolls, 3 * sectors + 4 * dolls + doors * lines, sectors, doors, length
 
     def in_shape(self, s: int) -> tuple[int, int]:
         """(doors, sectors) of the input lane that carries node s's value into a tile."""
         gate = handed_input(self.net, s)
         return _stairs(gate, gate.lo, gate.hi)
+
+
+def _lanes_cost(lanes: list[tuple]) -> tuple[int, int, int, int, int, int]:
+    """(dolls, linedefs, sectors, doors, length, longest) of a node's lanes together."""
+    sums = tuple(map(sum, zip(*lanes)))
+    return (*sums, max(lane[4] for lane in lanes))
 
 
 def handed_input(net: Netlist, s: int) -> Input:
@@ -292,12 +320,14 @@ class _Packer:
         return cost
 
     @staticmethod
-    def _lane(cost: Cost, lane: tuple[int, int, int, int]) -> None:
-        dolls, lines, sectors, doors = lane
+    def _lane(cost: Cost, lane: tuple[int, int, int, int, int, int]) -> None:
+        dolls, lines, sectors, doors, length, longest = lane
         cost.dolls += dolls
         cost.lines += lines
         cost.sectors += sectors
         cost.lanes_doors += doors
+        cost.lane_length += length
+        cost.longest = max(cost.longest, longest)
 
     def add(self, i: int, cost: Cost) -> None:
         self.mine.append(i)
@@ -588,7 +618,7 @@ class _Filler:
         self._costs()
 
     def _own(self, i: int) -> tuple[int, int, int, int]:
-        dolls, lines, sectors, _ = self.pn.own_cost.get(i, (0, 0, 0, 0))
+        dolls, lines, sectors = self.pn.own_cost.get(i, (0, 0, 0))[:3]
         return lines, sectors, dolls, 2 if i in self.pn.own else 1
 
     def _new(self, lanes) -> int:

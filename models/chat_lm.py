@@ -76,6 +76,8 @@ class ChatConfig:
     # the division out = num / den in the log domain
     beta: float = 0.08          # one LOG unit is beta nats
     out_scale: int = 4          # P: the attention output is P (mean v + v_max), 0..2 P v_max
+    log_max: int = 0            # the logs of the readout saturate at this key (0: at num_max
+                                # and den_max): a log lookup's lane climbs to its last key
     # MLP: f = min(gelu_max, round(gelu_scale * gelu(acc / s_mlp)))
     s_mlp: int = 256
     gelu_scale: int = 8
@@ -112,6 +114,9 @@ class ChatConfig:
         if not 0 < self.gate_max < self.gate_unit:
             problems.append(f"gate_max {self.gate_max} must lie in 1..gate_unit-1 "
                             f"({self.gate_unit - 1}): the state must shrink every step")
+        if self.log_max and self.log_max < max(self.context, self.sum_max):
+            problems.append(f"log_max {self.log_max} must be 0 or at least the router's "
+                            f"count and sums ({max(self.context, self.sum_max)})")
         if self.vocab < NEWLINE + 1 or self.beta <= 0 or self.temperature <= 0:
             problems.append("vocab must hold the newline, beta > 0, temperature > 0")
         if problems:
@@ -171,6 +176,15 @@ class ChatConfig:
         return self.head_dim * self.qk_max * self.z_max
 
     @property
+    def log_keys(self) -> tuple[int, int]:
+        """The last keys of the LOG and LOGP tables (LOGN's is minus LOGP's): beyond them
+        a log holds its last value (`log_max`; the router's count and sums always fit)."""
+        top_den, top_num = max(self.den_max, self.context), max(self.num_max, self.sum_max)
+        if self.log_max:
+            top_den, top_num = min(top_den, self.log_max), min(top_num, self.log_max)
+        return top_den, top_num
+
+    @property
     def penalty_units(self) -> int:
         return _round(self.penalty * self.logit_unit / self.s_choice)
 
@@ -217,7 +231,7 @@ def tables(cfg: ChatConfig) -> dict[str, Table]:
     hold the learned decays and belong to a model (`ChatLM.gate_tables`)."""
     c = cfg
     span = 40 * max(c.s_qkv, c.s_mlp)
-    top_den, top_num = max(c.den_max, c.context), max(c.num_max, c.sum_max)
+    top_den, top_num = c.log_keys
     out = {
         "qk": _trimmed("qk", lambda a: min(c.qk_max, _round(c.qk_scale * _elu1(a / c.s_qkv))),
                        -span, span),
@@ -238,8 +252,8 @@ def tables(cfg: ChatConfig) -> dict[str, Table]:
     zero = min(out["div"].lo, out["mean"].lo) - 1 - out["log"].values[-1]
     out["logp"] = Table("logp", 0, (zero,) + tuple(_round(math.log(n) / c.beta)
                                                    for n in range(1, top_num + 1)))
-    out["logn"] = Table("logn", -c.num_max, tuple(_round(math.log(-n) / c.beta)
-                                                  for n in range(-c.num_max, 0)) + (zero,))
+    out["logn"] = Table("logn", -top_num, tuple(_round(math.log(-n) / c.beta)
+                                                for n in range(-top_num, 0)) + (zero,))
     for t in norm_tables(c).values():
         out[t.name] = Table(t.name, t.lo, tuple(min(v, c.rho_max) for v in t.values)) \
             if t.name == "rsqrt" else t

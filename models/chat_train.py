@@ -46,10 +46,12 @@ CONFIGS = {
     # twice as wide: over several maps (docs/chat.md, "Over several maps")
     "large": ChatConfig(d_model=16, heads=4, layers=2, experts=2, mlp=32, router_hidden=32,
                         **FINE_INTEGERS),
-    # the micro:bit model's size (d 40, one head of 40, 3 experts, MLP 80): 48 maps
-    # planned, one refused (a lane longer than a map; docs/chat.md)
+    # the micro:bit model's size (d 40, one head of 40, 3 experts, MLP 80), over tiles. Its
+    # readout's logs saturate at 2,048: a log lookup's lane climbs to its last key, and
+    # at num_max (11,840) it was 55,000 units long, wider than a map; 2,048 changed no
+    # held-out answer (1,024 cost 9 of 105; docs/chat.md, "Over several maps")
     "microbit": ChatConfig(d_model=40, heads=1, layers=2, experts=3, mlp=80,
-                           router_hidden=32, **FINE_INTEGERS),
+                           router_hidden=32, log_max=2048, **FINE_INTEGERS),
 }
 
 

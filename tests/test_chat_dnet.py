@@ -2,14 +2,16 @@
 reference, run step after step with the state carried, equals the integer forward in
 every state element, logit and choice; the recurrent netlist is the same network with
 prev(), feedback and done; the census of its map; the checked-in trained model."""
+import dataclasses
 import re
 
 import pytest
 import torch
 
 from demos.chat_census import census
+from dsl.diagnostics import VoodooError
 from models.chat_dnet import netlist, run_steps, to_dnet
-from models.chat_lm import ChatConfig, ChatLM, generate
+from models.chat_lm import ChatConfig, ChatLM, generate, tables
 
 TINY = ChatConfig(d_model=4, heads=2, layers=2, experts=3, mlp=6, router_hidden=5)
 
@@ -63,6 +65,28 @@ def test_netlist_equals_the_integer_forward_at_every_step(tiny, tiny_net, prompt
     assert len(steps) >= len(prompt) + 2  # the prompt, its newline, a reply
 
 
+def test_logs_that_saturate_stay_exact_and_shorten_the_lanes():
+    """With `log_max` the readout's log tables end at that key (the micro:bit size's lanes
+    then fit a map): the netlist still equals the integer forward at every step, and the
+    log lookups' staircases climb no higher than log_max."""
+    from mapgen.circuit import staircase
+
+    cfg = dataclasses.replace(TINY, log_max=192)
+    assert cfg.num_max > cfg.log_max and cfg.den_max > cfg.log_max
+    t = tables(cfg)
+    assert (t["log"].hi, t["logp"].hi, t["logn"].lo) == (192, 192, -192)
+    torch.manual_seed(0)
+    model = ChatLM(cfg, seed=5)
+    net = netlist(model, "sat", recurrent=False)
+    steps = run_steps(net, model, "what is a doll?", None)
+    assert _compare(steps, generate(model, "what is a doll?", trace=True).trace, cfg) == []
+    tops = [staircase(n.gate, *net.acc_range[n.id])[1][-1][0] for n in net.nodes
+            if n.name.startswith(("lp", "ld"))]
+    assert tops and max(tops) <= 192
+    with pytest.raises(VoodooError, match="log_max"):
+        dataclasses.replace(TINY, log_max=100).validate()
+
+
 def test_the_recurrent_netlist_is_the_one_step_netlist_with_prev(tiny):
     """Both forms are one network: the one-step form is the recurrent one with each
     prev(X) an input prev_X, every recurrent node an output, and no run statements."""
@@ -98,7 +122,6 @@ WIDE = ChatConfig(d_model=32, heads=1, layers=1, experts=3, mlp=4, router_hidden
 
 def test_a_readout_too_wide_to_prove_gets_q_and_k_clamped_and_stays_exact(monkeypatch):
     import models.chat_dnet as cd
-    from dsl.diagnostics import VoodooError
 
     torch.manual_seed(0)
     model = ChatLM(WIDE, seed=3)

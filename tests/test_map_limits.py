@@ -190,9 +190,11 @@ def test_a_sector_bordered_by_too_many_lines_is_refused(monkeypatch):
                                           ("transformer", 1), ("softmax", None)])
 def test_the_planners_estimates_cover_the_compiled_maps(name, budget):
     """What the planner expects a map to cost (mapgen.tiles.estimate, acs_bound) is never
-    below what the compiler writes: dolls and lights exactly, sectors, linedefs and ACS
-    characters as upper bounds."""
+    below what the compiler writes: dolls and lights exactly, sectors, linedefs, ACS
+    characters, every lane's length and the map's width as upper bounds."""
     from dsl import load
+    from mapgen import layout
+    from mapgen import physics as P
     from mapgen.tiles import acs_bound, estimate
 
     net = load(os.path.join(ROOT, "circuits", f"{name}.dnet"))
@@ -205,6 +207,12 @@ def test_the_planners_estimates_cover_the_compiled_maps(name, budget):
     assert (cost.dolls, cost.lights) == (len(c.lanes), len(c.lights))
     assert len(m.sectors) <= cost.sectors + len(c.lights) + 3
     assert len(m.lines) <= cost.linedefs
+    lengths = [g.length for g in cm.layout.lanes]
+    assert max(lengths) <= cost.longest and sum(lengths) <= cost.lane_length
+    # the layout a map falls back to when nothing else fits within its width
+    packed = layout._columns_by_length(c, 0.0, 0.0, P.LANE_WIDTH + P.LANE_GAP,
+                                       layout.lanes_per_column())
+    assert max(g.x0 + g.length for g in packed) <= cost.width
 
 
 def test_a_node_no_map_can_hold_is_named(tmp_path):

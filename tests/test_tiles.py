@@ -286,3 +286,38 @@ def test_a_lookup_is_handed_with_a_door_per_level(tmp_path):
     got, _ = run_tiled(wad, [m.manifest for m in maps], tiles, net, X, workers=2, chunk=15,
                        pipeline=False)
     assert got == evaluate(net, X).last_outputs().tolist()
+
+
+def test_a_plan_keeps_every_map_within_the_engines_width():
+    """A lane is as long as the value it climbs to (a ramp stair of 56 units per 12 of
+    rise): 550 relu lanes climbing to 2,400 in 20 doors are ~11,000 units each, one climbing
+    to 4,800 ~22,000, and one map of them all would be wider than the engine's coordinates
+    (its lanes' columns, longest first, about 41,000 units) though its lines fit. The planner splits them by width, and each tile's
+    lanes, in the columns its map falls back to, fit the width it was planned for."""
+    from dsl.parser import parse
+    from mapgen import layout
+    from mapgen import physics as P
+    from mapgen.circuit import lower
+    from mapgen.tiles import MapBudget, estimate
+
+    n = 550
+    net = parse(f"network long\ninput x[{n}] : 0..3\nneuron a[{n}] : relu(s=120, max=20)\n"
+                f"lines x -> a diag [{', '.join(['800'] * n)}]\n"
+                f"neuron b : relu(s=480, max=10)\nlines x[0:1] -> b all 1600\n"
+                f"output a\noutput b\n", "long.dnet")
+    budget = MapBudget()
+    whole = estimate(net)
+    assert whole.width > budget.width and whole.linedefs < budget.lines   # width binds
+    tiles = plan_tiles(net, budget=budget)
+    assert len(tiles) == 2
+    for t in tiles:
+        cost, circuit = estimate(t.net), lower(t.net)
+        assert cost.width <= budget.width
+        packed = layout._columns_by_length(circuit, 0.0, 0.0, P.LANE_WIDTH + P.LANE_GAP,
+                                           layout.lanes_per_column())
+        assert max(g.length for g in packed) > 10_000
+        assert max(g.x0 + g.length for g in packed) <= cost.width
+        placed = layout.place_lanes(circuit)
+        assert max(g.x0 + g.length for g in placed) <= P.COORD_MAX - layout.COLUMN_GAP
+    x = [k % 4 for k in range(n)]
+    assert carry(tiles, x, net, ref_tile) == evaluate(net, [x]).last_outputs()[0].tolist()
