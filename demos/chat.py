@@ -129,7 +129,7 @@ def build_tiled(net, out: str, title: str):
     tiles = plan_tiles(net)
     print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
           flush=True)
-    write_wad(out, compile_tiles(tiles, title), net, tiles)
+    write_wad(out, compile_tiles(tiles, title, lean=True), net, tiles)
     return load_wad(out)
 
 

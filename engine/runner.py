@@ -46,7 +46,11 @@ class MapRunner:
     def __init__(self, wad: str, info: dict, map_name: str = "MAP01", engine: Engine | None = None):
         self.wad = wad
         self.info = info
-        self.engine = engine or Engine(wad, map_name)
+        if engine is None:
+            from mapgen.compile import map_file
+
+            engine = Engine(map_file(wad, info), map_name)   # a map of a WAD's part file
+        self.engine = engine
         self.seq = 0
         self.token = 0
         self.tics = 0

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from dsl.diagnostics import VoodooError
 from dsl.ir import Netlist
 
 from engine.doom import Engine, EngineError
@@ -290,6 +291,11 @@ def run_tiled(wad: str, infos: list[dict], tiles, net: Netlist, X, workers: int 
     tics. `progress(n)` is called as samples finish; `watch(event, worker, task)` as
     engines start ("ready"), are given a task ("submit"), finish it ("done") or fail
     ("failed"); a task is (chunk, stage). Python only looks values up by name between tiles."""
+    if any(info.get("wad_part") for info in infos):
+        # an engine here moves from map to map within one file
+        raise VoodooError(f"{wad}: its maps are in several files (a WAD too big for one); "
+                          "it runs as a sequence, an engine per map, not streamed over "
+                          "engines that change maps\n    hint: build it in fewer maps")
     io = [(t.inputs, t.outputs) for t in tiles]
     stages, per = plan_stages(costs or [tile_cost(i) for i in infos], workers)
     backend = LocalEngines(wad, infos, io, pipeline)

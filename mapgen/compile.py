@@ -69,16 +69,44 @@ def compile_acs(source: str, filename: str, acc: str = "internal") -> bytes:
     return compile_generated(source, filename)
 
 
-def write_wad(path: str, maps: list[CompiledMap], net: Netlist | None = None,
-              tiles=None) -> None:
-    """Pack compiled maps (in order) into one WAD, atomically. The manifests ride along, and
-    with `net` the whole netlist too (and with `tiles`, which values each map takes and
-    hands on), so that `build.py run x.wad` needs nothing but the WAD."""
+# A WAD's lump offsets are signed 32-bit: maps beyond this many bytes of TEXTMAP go into
+# further files beside it (`write_wad`), each a WAD of its own.
+PART_BYTES = 1_500_000_000
+
+
+def part_path(path: str, k: int) -> str:
+    """The k-th further file (1, 2, ...) of a WAD too big for one: chat.wad -> chat.1.wad."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{k}{ext or '.wad'}"
+
+
+def map_file(path: str, info: dict) -> str:
+    """The file that holds a map of the WAD at `path` (its manifest names a part)."""
+    part = info.get("wad_part")
+    return os.path.join(os.path.dirname(os.path.abspath(path)), part) if part else path
+
+
+def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
+              part_bytes: int = PART_BYTES) -> None:
+    """Pack compiled maps (in order; any iterable: each map's lumps are kept, nothing
+    else) into one WAD, atomically. The manifests ride along, and with `net` the whole
+    netlist too (and with `tiles`, which values each map takes and hands on), so that
+    `build.py run x.wad` needs nothing but the WAD. Maps past `part_bytes` of TEXTMAP go
+    into further WADs beside it (`part_path`, written as they fill, each map's manifest
+    naming its file); the last maps, the manifests and the netlist are in `path`."""
     from acs.wad import MapLump, write_wad as pack
 
-    lumps = [MapLump(m.name, m.textmap, m.behavior, m.acs, m.title) for m in maps]
-    infos = {}
+    lumps, infos, held, parts = [], {}, 0, 0
     for k, m in enumerate(maps):
+        if lumps and held + len(m.textmap) > part_bytes:
+            parts += 1
+            name = part_path(path, parts)
+            pack(name, lumps)
+            for lump in lumps:
+                infos[lump.name]["wad_part"] = os.path.basename(name)
+            lumps, held = [], 0
+        lumps.append(MapLump(m.name, m.textmap, m.behavior, m.acs, m.title))
+        held += len(m.textmap)
         info = dict(m.manifest)
         if tiles is not None:
             info["tile_inputs"], info["tile_outputs"] = tiles[k].inputs, tiles[k].outputs
@@ -163,12 +191,31 @@ def load_wad(path: str) -> LoadedWad:
     net = read_netlist(path, contents)
     infos = read_manifest(path, contents, net, numbered=True)  # nothing unchecked reaches
     names = list(infos)
-    check_maps(path, contents, names)                          # the runner or the engine
+    parts: dict[str, list[str]] = {}
+    for n in names:
+        parts.setdefault(infos[n].get("wad_part"), []).append(n)
+    check_maps(path, contents, parts.pop(None, []))            # the runner or the engine
+    del contents, lumps
+    for part, in_part in parts.items():
+        _check_part(path, part, in_part)
     ins = [net.nodes[i].name for i in net.inputs]
     outs = [net.nodes[o].name for o in net.outputs]
     tiles = [SimpleNamespace(inputs=infos[n].get("tile_inputs", ins),
                              outputs=infos[n].get("tile_outputs", outs)) for n in names]
     return LoadedWad(path, net, [infos[n] for n in names], tiles)
+
+
+def _check_part(path: str, part, names: list[str]) -> None:
+    """A further file of a WAD too big for one: beside it, a WAD holding `names`."""
+    from acs.wad import WadError, read_wad
+
+    from .wadcheck import check_maps
+
+    full = map_file(path, {"wad_part": part})
+    if not os.path.isfile(full):
+        raise WadError(f"{path}: its maps {names[0]}..{names[-1]} are in {part}, which is "
+                       "missing\n    hint: keep the parts beside the WAD, or rebuild it")
+    check_maps(full, read_wad(full), names)
 
 
 def resource_report(m: CompiledMap) -> str:

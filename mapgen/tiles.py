@@ -882,27 +882,46 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
 
 
 def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
-                  door_budget: int | None = None, workers: int | None = None):
+                  door_budget: int | None = None, workers: int | None = None,
+                  lean: bool = False):
     """Each tile as its own map, MAP01.. in order; compiled in parallel processes
-    (`workers`, default one per core) when there are several."""
+    (`workers`, default one per core) when there are several. With `lean`, an iterator of
+    the maps as they finish, each with only what a WAD holds (no circuit, layout or
+    schedule: a map of 400,000 lines is gigabytes of them), for `write_wad`."""
     import os
 
-    jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget)
-            for k, t in enumerate(tiles)]
+    jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget,
+             lean) for k, t in enumerate(tiles)]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
     if workers <= 1:
-        return [_compile_one(j) for j in jobs]
+        maps = map(_compile_one, jobs)
+        return maps if lean else list(maps)
+    if lean:
+        return _compiled_in_pool(jobs, workers)
     import multiprocessing as mp
 
     with mp.get_context("spawn").Pool(workers) as pool:
         return pool.map(_compile_one, jobs, chunksize=1)
 
 
+def _compiled_in_pool(jobs, workers: int):
+    import multiprocessing as mp
+
+    from tqdm import tqdm
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        yield from tqdm(pool.imap(_compile_one, jobs, chunksize=1), total=len(jobs),
+                        desc="compile", unit="map")
+
+
 def _compile_one(job):
     from .compile import compile_netlist
 
-    net, title, name, acc, door_budget = job
-    return compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
+    net, title, name, acc, door_budget, lean = job
+    m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
+    if lean:
+        m.circuit = m.layout = m.schedule = None
+    return m
 
 
 class SequenceCarry:

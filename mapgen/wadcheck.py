@@ -12,6 +12,7 @@ engine crash) is caught by the engine runner as an EngineError.
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 
@@ -83,6 +84,10 @@ def check_manifest(path: str, lump: str, infos, net: Netlist | None = None,
         _check_lists(info, name, bad)
         _check_parts(info, name, bad)
         _check_recurrence(info, name, bad)
+        part = info.get("wad_part")
+        if part is not None and not (isinstance(part, str) and part.endswith(".wad")
+                                     and part == os.path.basename(part)):
+            raise bad(f"{name}.wad_part must name a .wad file beside the WAD")
         if net is not None and len(names) == 1 and (
                 info["inputs"] != [net.nodes[i].name for i in net.inputs]
                 or info["all_outputs"] != [net.nodes[o].name for o in net.outputs]

@@ -3,6 +3,8 @@ doors copied by the bus), fed-back inputs, networks that end their own run; ever
 and, with debug, every light at every step equal to the reference."""
 import os
 
+import pytest
+
 from conftest import ROOT
 from dsl import load
 from dsl.lower import lower_products
@@ -149,3 +151,35 @@ def test_extract_and_verify_read_recurrent_machines_back(tmp_path, capsys):
             assert "feedback n = c" in text and "done d" in text and "init c = 2" in text
         assert build.main(["verify", wad, "--runs", "12"]) == 0
         assert capsys.readouterr().out.rstrip().endswith("engine exact")
+
+
+def test_a_wad_too_big_for_one_file_runs_from_its_parts(tmp_path):
+    """A WAD's lump offsets are 32-bit: maps past `part_bytes` of TEXTMAP go into files
+    beside it (the micro:bit chat's 46 maps are about 5 GB). Written lean and streamed from
+    the compiler, each map in its own part here, it runs as the one-file WAD does, every
+    value exact at every step; a missing part is a clear error."""
+    import json
+
+    from acs.wad import WadError, read_wad
+    from engine.tiled import run_sequence
+    from mapgen.compile import MANIFEST_LUMP, load_wad, part_path
+    from mapgen.tiles import compile_tiles, plan_tiles
+
+    net = recurrent(4, n_hidden=4, feedback=True)
+    tiles = plan_tiles(net, n_tiles=3)
+    path = os.path.join(str(tmp_path), "parts.wad")
+    write_wad(path, compile_tiles(tiles, net.name, lean=True), net, tiles, part_bytes=1)
+    assert [m.name for m in read_wad(part_path(path, 1)).maps] == ["MAP01"]
+    assert [m.name for m in read_wad(part_path(path, 2)).maps] == ["MAP02"]
+    assert [m.name for m in read_wad(path).maps] == ["MAP03"]
+    lw = load_wad(path)
+    assert [i.get("wad_part") for i in lw.infos] == ["parts.1.wad", "parts.2.wad", None]
+    seq = random_sequence(net, 20, 4)
+    for stream in (True, False):
+        got = run_sequence(lw.path, lw.infos, lw.tiles, net, seq, stream=stream)
+        assert len(got) == 20 and all(c.exact for c in got), stream
+    os.rename(part_path(path, 2), part_path(path, 7))
+    with pytest.raises(WadError, match=r"MAP02\.\.MAP02 are in parts.2.wad, which is missing"):
+        load_wad(path)
+    infos = json.loads(dict(read_wad(path).lumps)[MANIFEST_LUMP])
+    assert infos["MAP01"]["wad_part"] == "parts.1.wad"
