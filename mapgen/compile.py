@@ -86,6 +86,16 @@ def map_file(path: str, info: dict) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), part) if part else path
 
 
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
               part_bytes: int = PART_BYTES) -> None:
     """Pack compiled maps (in order; any iterable: each map's lumps are kept, nothing
@@ -102,8 +112,9 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
             parts += 1
             name = part_path(path, parts)
             pack(name, lumps)
-            for lump in lumps:
+            for lump in lumps:   # a part of another build is refused, not run
                 infos[lump.name]["wad_part"] = os.path.basename(name)
+                infos[lump.name]["wad_part_sha256"] = _sha256(name)
             lumps, held = [], 0
         lumps.append(MapLump(m.name, m.textmap, m.behavior, m.acs, m.title))
         held += len(m.textmap)
@@ -197,7 +208,7 @@ def load_wad(path: str) -> LoadedWad:
     check_maps(path, contents, parts.pop(None, []))            # the runner or the engine
     del contents, lumps
     for part, in_part in parts.items():
-        _check_part(path, part, in_part)
+        _check_part(path, part, in_part, infos[in_part[0]].get("wad_part_sha256"))
     ins = [net.nodes[i].name for i in net.inputs]
     outs = [net.nodes[o].name for o in net.outputs]
     tiles = [SimpleNamespace(inputs=infos[n].get("tile_inputs", ins),
@@ -205,8 +216,9 @@ def load_wad(path: str) -> LoadedWad:
     return LoadedWad(path, net, [infos[n] for n in names], tiles)
 
 
-def _check_part(path: str, part, names: list[str]) -> None:
-    """A further file of a WAD too big for one: beside it, a WAD holding `names`."""
+def _check_part(path: str, part: str, names: list[str], sha256: str | None) -> None:
+    """A further file of a WAD too big for one: beside it, the very file it was built
+    with (its SHA-256), a WAD holding `names`."""
     from acs.wad import WadError, read_wad
 
     from .wadcheck import check_maps
@@ -215,6 +227,9 @@ def _check_part(path: str, part, names: list[str]) -> None:
     if not os.path.isfile(full):
         raise WadError(f"{path}: its maps {names[0]}..{names[-1]} are in {part}, which is "
                        "missing\n    hint: keep the parts beside the WAD, or rebuild it")
+    if _sha256(full) != sha256:
+        raise WadError(f"{path}: {part} is not the part it was built with (its maps "
+                       f"{names[0]}..{names[-1]})\n    hint: rebuild the WAD")
     check_maps(full, read_wad(full), names)
 
 

@@ -88,6 +88,8 @@ def check_manifest(path: str, lump: str, infos, net: Netlist | None = None,
         if part is not None and not (isinstance(part, str) and part.endswith(".wad")
                                      and part == os.path.basename(part)):
             raise bad(f"{name}.wad_part must name a .wad file beside the WAD")
+        if part is not None and not isinstance(info.get("wad_part_sha256"), str):
+            raise bad(f"{name}.wad_part_sha256 must be the part's SHA-256")
         if net is not None and len(names) == 1 and (
                 info["inputs"] != [net.nodes[i].name for i in net.inputs]
                 or info["all_outputs"] != [net.nodes[o].name for o in net.outputs]

@@ -157,7 +157,7 @@ def test_a_wad_too_big_for_one_file_runs_from_its_parts(tmp_path):
     """A WAD's lump offsets are 32-bit: maps past `part_bytes` of TEXTMAP go into files
     beside it (the micro:bit chat's 46 maps are about 5 GB). Written lean and streamed from
     the compiler, each map in its own part here, it runs as the one-file WAD does, every
-    value exact at every step; a missing part is a clear error."""
+    value exact at every step; a missing part, or another build's, is a clear error."""
     import json
 
     from acs.wad import WadError, read_wad
@@ -178,7 +178,11 @@ def test_a_wad_too_big_for_one_file_runs_from_its_parts(tmp_path):
     for stream in (True, False):
         got = run_sequence(lw.path, lw.infos, lw.tiles, net, seq, stream=stream)
         assert len(got) == 20 and all(c.exact for c in got), stream
-    os.rename(part_path(path, 2), part_path(path, 7))
+    os.rename(part_path(path, 1), part_path(path, 7))
+    os.rename(part_path(path, 2), part_path(path, 1))   # another map under part 1's name
+    with pytest.raises(WadError, match=r"parts.1.wad is not the part it was built with"):
+        load_wad(path)
+    os.rename(part_path(path, 7), part_path(path, 1))   # part 1 back, part 2 gone
     with pytest.raises(WadError, match=r"MAP02\.\.MAP02 are in parts.2.wad, which is missing"):
         load_wad(path)
     infos = json.loads(dict(read_wad(path).lumps)[MANIFEST_LUMP])
