@@ -84,3 +84,24 @@ def test_checked_in_netlist_is_the_trained_model(name):
     assert header[1] == str(report)
     assert text == to_dnet(model, name, "\n".join(header))
     assert torch.equal(model.choice_bias, load(name).choice_bias)
+
+
+def test_every_lane_of_the_micro_bit_size_fits_a_map():
+    """The micro:bit size's netlist, made from its checked-in weights: its readout's logs
+    end at log_max, so no lane is longer than a map is wide (its log lookups' lanes were
+    54,086 units before; docs/chat.md, "Over several maps"), as the tile planner counts
+    them (the planner then keeps every map within the width)."""
+    from dsl.lower import lower_products
+    from mapgen.circuit import staircase
+    from mapgen.tiles import MapBudget, _Net
+    from models.chat_dnet import netlist
+
+    model = load("microbit")
+    net = netlist(model, "chat_microbit")
+    logs = [n for n in net.nodes if n.name.startswith(("lp", "ln", "ld"))]
+    assert len(logs) == 2 * (2 * model.cfg.d_model + 1)
+    for n in logs:
+        top = max(abs(t) for t, _ in staircase(n.gate, *net.acc_range[n.id])[1])
+        assert top <= model.cfg.log_max == 2048
+    longest = max(cost[5] for cost in _Net(lower_products(net), None).own_cost.values())
+    assert 12_000 < longest <= MapBudget().width
