@@ -198,8 +198,9 @@ def lanes_per_column(y0: float = 0.0, pitch: float = P.LANE_WIDTH + P.LANE_GAP) 
 def _columns_by_length(circuit: Circuit, x0: float, y0: float, pitch: float,
                        column_lanes: int) -> list[LaneGeometry]:
     """Full columns of the longest lanes first, so long lanes share a column: the map's
-    width is the sum of each column's longest lane, at most the longest lane plus the mean
-    length times the lanes over a column's height (what mapgen/tiles.py budgets, "width").
+    width is the sum of each column's longest lane (and the gaps), at most the longest lane
+    plus the summed lengths over a column's lanes: each column after the first is no wider
+    than the mean of the one before (what mapgen/tiles.py budgets, `Cost.width`).
     The geometries stay in the circuit's order (things and tags follow it)."""
     lengths = [lane_geometry(l, 0, 0).length for l in circuit.lanes]
     order = sorted(range(len(lengths)), key=lambda k: (-lengths[k], k))
