@@ -1,6 +1,6 @@
 """Small shared helpers: atomic file writes (never a half-written output, modes as the
-umask says, only onto regular files or new names) and integers printed safely at any
-size. commands/common.output_path checks an output path before a command does any work;
+umask says, only onto regular files or new names), a file's digest read in blocks, and
+integers printed safely at any size. commands/common.output_path checks an output path before a command does any work;
 these writers are the last line."""
 from __future__ import annotations
 
@@ -79,6 +79,17 @@ def atomic_write(path: str, data: bytes) -> None:
     with atomic_output(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
+
+
+def file_digest(path: str, algorithm: str = "sha256") -> str:
+    """The hex digest of a file's bytes, read in blocks (WAD parts are 1.5 GB)."""
+    import hashlib
+
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def short_int(value: int) -> str:

