@@ -93,6 +93,9 @@ class Circuit:
     value_light: dict[int, int]     # node id -> tag of the light that holds its value
     n_phases: int
     groups: dict[int, list[int]] = field(default_factory=dict)  # group tag -> light tags
+    # How dolls ride: "glide" (released with their speed onto frictionless lanes) or
+    # "conveyor" (every lane a conveyor: the geometry before, kept to measure against).
+    carry: str = "glide"
 
     def light(self, tag: int) -> Light:
         return self._by_tag[tag]
@@ -160,7 +163,7 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 
 
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
-          door_budget: int | None = None) -> Circuit:
+          door_budget: int | None = None, carry: str = "glide") -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
@@ -175,7 +178,7 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     lw.set_resets()
     lw.bound_lights()
     circuit = Circuit(lw.net, lw.lights, lw.lanes, lw.acc_light, lw.value_light,
-                      1 + max((l.phase for l in lw.lanes), default=0))
+                      1 + max((l.phase for l in lw.lanes), default=0), carry=carry)
     for lane in lw.lanes:
         lane.door_tag = lw.new_tag()
     for k, lane in enumerate(lw.lanes):

@@ -1,11 +1,16 @@
 """Layout: a Circuit becomes geometry. Lanes along +x, lights as tiles in a hall.
 
-A lane is a corridor of rectangular sectors, all of them conveyors:
+A lane is a corridor of rectangular sectors:
 
     | spawn | pad | door 1 | landing 1 (weighted lines) | [ramp] | door 2 | ... | end |
 
-The spawn strip carries a new doll over its Thing_ChangeTID line; the pad is the one sector
-that does not carry: dolls rest there between rides at no cost to the engine.
+The spawn strip carries a new doll over its Thing_ChangeTID line (a conveyor the OPEN
+script stops once every doll is named); the pad has ordinary friction: dolls rest there
+between rides at no cost to the engine. Every sector past the pad is frictionless
+(physics.NO_FRICTION): a released doll glides at the speed it was given, and nothing in
+the lane ticks while it waits. A circuit lowered with carry="conveyor" (the geometry
+before frictionless lanes, kept to measure against: bench/speed.py) makes every lane
+sector but the pad a conveyor instead.
 
 Door k's floor is at threshold_k - 56 and its ceiling is the lane's value v (set by ACS),
 so its headroom v - threshold_k + 56 lets the 56-unit doll through iff v >= threshold_k.
@@ -25,7 +30,9 @@ from . import physics as P
 from .circuit import Circuit, Lane
 from .udmf import CEIL, FLOOR, MapModel, Sector, Thing
 
-CONVEYOR_TAG_OFFSET = 1  # the conveyor tag follows every circuit tag
+# The lanes' tag follows every circuit tag, one apart: the tag between is the spawn strips'.
+# Tags from the lanes' tag + 1 on are free for the rooms' own use.
+CONVEYOR_TAG_OFFSET = 2
 
 
 @dataclass
@@ -43,6 +50,7 @@ class LaneGeometry:
     x0: float
     y0: float
     segments: list[Segment] = field(default_factory=list)
+    glide: bool = True         # frictionless lanes (False: conveyors, the old geometry)
     lines: list[tuple[float, int, int, int]] = field(default_factory=list)  # x, special, a0, a1
     line_index: dict[int, int] = field(default_factory=dict)  # lines[i] -> MapModel.lines index
 
@@ -176,6 +184,7 @@ def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
             x_col += col_width + COLUMN_GAP
             col_width = 0.0
         g = lane_geometry(lane, x_col, y0 + row * pitch)
+        g.glide = circuit.carry == "glide"
         col_width = max(col_width, g.length)
         geoms.append(g)
     if geoms and max(g.x0 + g.length for g in geoms) > P.COORD_MAX - COLUMN_GAP:
@@ -210,6 +219,7 @@ def _columns_by_length(circuit: Circuit, x0: float, y0: float, pitch: float,
         column = order[start:start + column_lanes]
         for row, k in enumerate(column):
             geoms[k] = lane_geometry(circuit.lanes[k], x_col, y0 + row * pitch)
+            geoms[k].glide = circuit.carry == "glide"
         x_col += lengths[column[0]] + COLUMN_GAP
     return geoms
 
@@ -248,13 +258,29 @@ def inset_sector(m: MapModel, around: int, box, s: Sector) -> tuple:
     return box
 
 
-def conveyor_control(m: MapModel, conveyor: int, x: float, y: float) -> None:
-    """The Scroll_Floor control line: its vector (+x, SCROLL_LINE_LENGTH) is the speed."""
+def spawn_tag_of(conveyor: int) -> int:
+    """The spawn strips' tag, given the lanes' tag (conveyor_tag_for)."""
+    return conveyor - 1
+
+
+def conveyor_control(m: MapModel, conveyor: int, x: float, y: float, glide: bool = True) -> None:
+    """The lanes' control lines, in a sector of their own below the hall: a Scroll_Floor
+    line whose vector (+x, SCROLL_LINE_LENGTH) is the carrying speed, for the spawn strips
+    (or, without `glide`, for every lane), and a Sector_SetFriction line that makes the
+    lanes frictionless."""
     m.rect_sector(x, y, x + P.SCROLL_LINE_LENGTH, y + 32,
-                  Sector(0, 64, 0, comment="conveyor control"))
+                  Sector(0, 64, 0, comment="lane controls"))
     top = m.lines[-3]  # (x, y+32) -> (x+L, y+32): the +x vector is the carrying speed
-    top.special, top.args = P.SPECIAL["Scroll_Floor"], (conveyor, 4, 2, 0, 0)
-    top.comment = f"Scroll_Floor: carries every lane at {P.DOLL_SPEED} units per tic"
+    if not glide:
+        top.special, top.args = P.SPECIAL["Scroll_Floor"], (conveyor, 4, 2, 0, 0)
+        top.comment = f"Scroll_Floor: carries every lane at {P.DOLL_SPEED} units per tic"
+        return
+    top.special, top.args = P.SPECIAL["Scroll_Floor"], (spawn_tag_of(conveyor), 4, 1, 0, 0)
+    top.comment = (f"Scroll_Floor: carries new dolls over their naming lines at {P.DOLL_SPEED} "
+                   f"units per tic, until the OPEN script stops it")
+    left = m.lines[-4]  # (x, y) -> (x, y+32)
+    left.special, left.args = P.SPECIAL["Sector_SetFriction"], (conveyor, P.NO_FRICTION)
+    left.comment = "Sector_SetFriction: every lane past its pad is frictionless"
 
 
 def add_things(m: MapModel, geoms: list[LaneGeometry], names: dict[int, str],
@@ -278,7 +304,7 @@ def build_layout(circuit: Circuit, title: str = "", origin: tuple[float, float] 
     for g in geoms:
         emit_lane(m, g, conveyor)
     tiles, hall_y0 = light_tiles(m, circuit.lights, names, ox, oy - 128.0)
-    conveyor_control(m, conveyor, ox, hall_y0 - 96)
+    conveyor_control(m, conveyor, ox, hall_y0 - 96, circuit.carry == "glide")
     player = (ox + 40, hall_y0 + 40)
     add_things(m, geoms, names, player)
     return Layout(circuit, m, geoms, tiles, conveyor, player)
@@ -295,17 +321,23 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
     sky = room is not None
     for s in g.segments:
         top = g.ceiling if ceiling is None else ceiling
+        # Glide: the lane's tag and the friction bit past the pad; the spawn strip carries.
+        lane_tag, spawn = (conveyor, spawn_tag_of(conveyor)) if g.glide else (conveyor, conveyor)
+        special = P.FRICTION_SPECIAL if g.glide else 0
         if s.kind == "door":
             sec = Sector(s.floor, s.floor + P.DOOR_START_OPENING, 255, tag=g.lane.door_tag,
-                         more_tags=(conveyor,),
+                         more_tags=(lane_tag,), special=special,
                          sequence=P.SILENT_SEQUENCE,
                          floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
         elif s.kind == "pad":
             sec = Sector(s.floor, top, 160, floor_tex="FLAT19", ceil_tex="F_SKY1" if sky else CEIL,
                          comment=f"pad of {g.lane.node}: dolls rest here between rides")
+        elif s.kind == "spawn":
+            sec = Sector(s.floor, top, 160, tag=spawn, floor_tex=FLOOR,
+                         ceil_tex="F_SKY1" if sky else CEIL)
         else:
-            sec = Sector(s.floor, top, 160, tag=conveyor,
+            sec = Sector(s.floor, top, 160, tag=lane_tag, special=special,
                          floor_tex=FLOOR if s.kind != "landing" else "FLAT1",
                          ceil_tex="F_SKY1" if sky else CEIL)
         secs.append(m.sector(sec))
@@ -330,7 +362,14 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
         sec = secs[seg_at(x)]
         flags = ("playercross", "repeatspecial") if special != P.SPECIAL["Thing_ChangeTID"] \
             else ("playercross",)
-        g.line_index[i] = m.portal((x, y0 + 2), (x, y1 - 2), sec, sec, tex="-", special=special,
+        ends = ((x, y0 + 2), (x, y1 - 2))
+        if g.glide:
+            # A gliding doll stopped by a door or the end wall bounces back at half its speed
+            # (the engine's ice: Boom's P_HitSlideLine on a floor of friction > 0.90625) and
+            # rides back west over the lines it crossed. Each line faces west (its front, on
+            # the right of v1 -> v2) and counts only when crossed from its front.
+            ends, flags = ends[::-1], flags + ("firstsideonly",)
+        g.line_index[i] = m.portal(*ends, sec, sec, tex="-", special=special,
                                    args=(a0, a1), flags=flags)
 
 

@@ -93,7 +93,7 @@ LANDING_CLEAR = 40
 # floor behind its doors should be (the brain level's first decision, issue 24).
 DOOR_START_OPENING = 8
 SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
-PAD_LENGTH = 64           # where a doll waits between rides: not a conveyor, so a parked
+PAD_LENGTH = 64           # where a doll waits between rides: ordinary friction, so a parked
                           # doll has no velocity and costs the engine almost nothing
 END_LENGTH = 64           # after the last door: the doll stops against the end wall
 SPAWN_OFFSET = 24         # doll spawn point from the pad start (centre)
@@ -112,10 +112,21 @@ HEADROOM_EXTRA = 16       # static ceilings sit DOLL_HEIGHT + this above their f
 MOVE_SUBSTEP = DOLL_RADIUS - 1
 STOP_CLEARANCE = MOVE_SUBSTEP + 1
 
-# --- conveyors -----------------------------------------------------------------------------
-# Scroll_Floor with scrollbits 4 takes direction and speed from its control line:
-# length / 32 units per tic. Dolls are also given this velocity when released, so they do
-# not spend ~11 tics accelerating.
+# --- how a doll rides: gliding on frictionless floors ------------------------------------------
+# A doll is released with DOLL_SPEED along its lane (SetActorVelocity) and keeps it: every
+# sector of a lane past its pad has friction 1.0, so the engine's per-tic friction multiplies
+# the doll's velocity by exactly 1 (Sector_SetFriction with amount 200 gives friction
+# 0x1EB8*200/0x80 + 0xD001 clamped to FRACUNIT; the sector's FRICTION_MASK special bit makes
+# the engine use it). Nothing ticks for a lane while its doll waits: a Scroll_Floor conveyor
+# makes a scroller thinker per tagged sector that runs every tic whether anyone stands on it
+# (measured: the chat map's 85,924 conveyor sectors idled at 14.0 ms a tic, 0.55 ms without
+# them; docs/physics.md "What a tic costs").
+FRICTION_SPECIAL = 0x0800     # a sector special bit: the sector's own friction applies
+NO_FRICTION = 200             # Sector_SetFriction amount: friction exactly 1.0
+# Only the spawn strips carry (a new doll has no TID yet, so ACS cannot give it a velocity):
+# Scroll_Floor with scrollbits 4 takes direction and speed from its control line, length / 32
+# units per tic. The OPEN script stops them once every doll is named (their scrollers then
+# return at once every tic).
 DOLL_SPEED = 112          # units per tic along a lane
 SCROLL_LINE_LENGTH = DOLL_SPEED * 32
 # A doll climbs the floor under its whole move of one tic at once: steps that rise more
@@ -141,5 +152,6 @@ SPECIAL = {
     "Light_ChangeToValue": 112,
     "Ceiling_MoveToValue": 47,
     "Scroll_Floor": 223,
+    "Sector_SetFriction": 219,
     "Thing_ChangeTID": 176,
 }

@@ -6,7 +6,8 @@ being moved:
 
 - `write_input`: a script argument -> an input lane's door ceilings
 - `reset_light`: a constant -> a light (start of an inference)
-- `release`: teleport a doll to its lane start and give it the conveyor's speed
+- `release`: give a parked doll its lane's speed (it glides on; `park` teleports it back)
+- `stop_conveyor`: once, when every doll is named, the spawn strips stop carrying
 - `copy`: an accumulator light -> a lane's door ceilings
 - `read`: a light -> a USER global (how values leave the map)
 - `delay`, `ack`: the clock, and telling Python a step is done
@@ -35,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import physics as P
-from .layout import Layout
+from .layout import Layout, spawn_tag_of
 
 SCRIPT_OPEN = 1
 SCRIPT_INFER = 2
@@ -382,6 +383,11 @@ class Bus:
         self._emit(f"SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);"
                    f"  // go, {what}")
 
+    def stop_conveyor(self, tag: int) -> None:
+        """The spawn strips' conveyor at rate 0 once every doll is named: nothing in the
+        map is carried afterwards (dolls glide on frictionless lanes)."""
+        self._emit(f"Scroll_Floor({tag}, 0, 0, 1);  // the spawn strips stop carrying")
+
     def store(self, var: str, arg: str, what: str) -> None:
         self._emit(f"{var} = {arg};  // {what}")
 
@@ -467,6 +473,8 @@ def _open_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
     b.comment("Each doll is named by the Thing_ChangeTID line it rides over after spawning;\n"
               "then every doll waits on its pad, the invariant between inferences.")
     b.delay(sched.init_tics, "every doll has crossed its naming line")
+    if layout.circuit.carry == "glide":
+        b.stop_conveyor(spawn_tag_of(layout.conveyor_tag))
     for g in layout.lanes:
         x, y, z = g.start
         b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
@@ -768,6 +776,7 @@ _BUS_FORMS = [
     rf"Light_ChangeToValue\({_INT}, {_INT}\);( Light_LowerByValue\({_INT}, {_INT}\);)?",
     rf"SetActorPosition\({_INT}, {_INT}, {_INT}, {_INT}, 0\);",
     rf"SetActorVelocity\({_INT}, {_INT}, 0, 0, FALSE, FALSE\);",
+    rf"Scroll_Floor\({_INT}, 0, 0, 1\);",
     rf"user\d+ = GetSectorLightLevel\({_INT}\);",
     r"inputs\[\d+\] = [abcd];",
     r"queue\[\d+\] = [abcd];",

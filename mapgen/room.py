@@ -157,7 +157,7 @@ def finish_hall(m: MapModel, circuit, geoms: list, hall_box: tuple, tiles: dict,
     others = [l for l in circuit.lights if l.tag not in shown]
     more, hall_y0 = light_tiles(m, others, names, rx1 + 512, ry1)
     tiles.update(more)
-    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96)
+    conveyor_control(m, conveyor, rx1 + 512, hall_y0 - 96, circuit.carry == "glide")
     add_things(m, geoms, names, rest, angle=90)
     layout = Layout(circuit, m, geoms, tiles, conveyor, rest)
     sched = plan(layout)

@@ -25,6 +25,7 @@ class Sector:
     ceil_tex: str = CEIL
     sequence: str = ""
     comment: str = ""
+    special: int = 0       # sector special bits (physics.FRICTION_SPECIAL: own friction)
     # The ceiling's (floor's) own light, whatever the sector's level (UDMF lightceiling,
     # lightfloor, absolute): a display panel whose level is a machine's light leaves the
     # other plane of its sector alone.
@@ -161,6 +162,8 @@ class MapModel:
                 parts.append(f"id = {s.tag};")
             if s.more_tags:
                 parts.append(f'moreids = "{" ".join(str(t) for t in s.more_tags)}";')
+            if s.special:
+                parts.append(f"special = {s.special};")
             if s.sequence:
                 parts.append(f'soundsequence = "{_esc(s.sequence)}";')
             if s.ceiling_light is not None:

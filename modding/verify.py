@@ -304,8 +304,11 @@ def _dependencies(m: Machine, names) -> list[Finding]:
 def check_dolls(tm: TextMap, m: Machine) -> list[Finding]:
     """What moves the dolls: one player-1 start on every lane's spawn strip (a voodoo doll;
     a lane without one never rides), the last player-1 start on no lane (it is the player),
-    and the conveyor: every lane sector but the pad carries one tag, which a Scroll_Floor
-    line carries things along at the doll speed (the schedule's run times assume it)."""
+    and the floors they ride: every lane sector past the pad carries one tag, which a
+    Sector_SetFriction line makes frictionless (each with the friction bit) and a
+    Scroll_Floor line carries the spawn strips (the naming ride); or, in a map of the
+    conveyor geometry, a Scroll_Floor line carries every lane at the doll speed (the
+    schedule's run times assume it)."""
     out: list[Finding] = []
     boxes = tm.sector_boxes()
     names = lane_names(m)
@@ -334,39 +337,79 @@ def check_dolls(tm: TextMap, m: Machine) -> list[Finding]:
     return out + _conveyor(tm, m, names, boxes)
 
 
-def _conveyor(tm: TextMap, m: Machine, names, boxes) -> list[Finding]:
-    out: list[Finding] = []
+def _lane_tag(tm: TextMap, carried) -> int:
+    """The tag most of the riding sectors carry (a door also carries its own first)."""
     count: dict[int, int] = {}
-    carried = [(lane, s) for lane in m.lanes for k, s in enumerate(lane.segments) if k != 1]
-    for _, s in carried:  # the pad (segment 1) is the one sector that does not carry
+    for _, s in carried:
         for t in tm.sector_tags(s.sector)[s.kind == "door":]:
             count[t] = count.get(t, 0) + 1
+    return max(count, key=lambda t: (count[t], -t)) if count else 0
+
+
+def _special_lines(tm: TextMap, special: str, tag: int) -> list[int]:
+    return [i for i, ln in enumerate(tm.linedefs)
+            if int(ln.get("special", 0) or 0) == P.SPECIAL[special]
+            and int(ln.get("arg0", 0) or 0) == tag]
+
+
+def _conveyor(tm: TextMap, m: Machine, names, boxes) -> list[Finding]:
+    out: list[Finding] = []
+    glide_tag = _lane_tag(tm, [(lane, s) for lane in m.lanes for s in lane.segments[2:]])
+    if m.lanes and _special_lines(tm, "Sector_SetFriction", glide_tag):
+        return _glide(tm, m, names, boxes, glide_tag)
+    carried = [(lane, s) for lane in m.lanes for k, s in enumerate(lane.segments) if k != 1]
     if not carried:
         return out
-    tag = max(count, key=lambda t: (count[t], -t)) if count else 0
+    tag = _lane_tag(tm, carried)  # the pad (segment 1) is the one sector that does not carry
     for lane, s in carried:
         if tag not in tm.sector_tags(s.sector):
             out.append(Finding("dolls", f"{_at(tm, s.sector, boxes)} in the lane of "
                                f"{names[lane.tid]} does not carry the conveyor tag {tag}: the "
                                "doll stops there"))
-    scrolls = [i for i, ln in enumerate(tm.linedefs)
-               if int(ln.get("special", 0) or 0) == P.SPECIAL["Scroll_Floor"]]
-    ours = [i for i in scrolls if int(tm.linedefs[i].get("arg0", 0) or 0) == tag]
+    return out + _scroll_line(tm, tag, "the lanes' conveyor")
+
+
+def _scroll_line(tm: TextMap, tag: int, what: str) -> list[Finding]:
+    """The Scroll_Floor line that carries `tag` at the doll speed, or what is wrong."""
+    ours = _special_lines(tm, "Scroll_Floor", tag)
     if not ours:
+        scrolls = [i for i, ln in enumerate(tm.linedefs)
+                   if int(ln.get("special", 0) or 0) == P.SPECIAL["Scroll_Floor"]]
         others = ", ".join(f"{_line_at(tm, i)} scrolls tag {tm.linedefs[i].get('arg0', 0)}"
                            for i in scrolls[:3])
-        out.append(Finding("dolls", f"no Scroll_Floor line carries the lanes' conveyor tag "
-                           f"{tag}" + (f" ({others})" if others else "") + ": no doll rides"))
-        return out
+        return [Finding("dolls", f"no Scroll_Floor line carries {what} tag "
+                        f"{tag}" + (f" ({others})" if others else "") + ": no doll rides")]
     ln = tm.linedefs[ours[0]]
     (x1, y1), (x2, y2) = tm.line_ends(ours[0])
     bits, how = int(ln.get("arg1", 0) or 0), int(ln.get("arg2", 0) or 0)
     if not (bits & 4 and how in (1, 2) and y1 == y2 and x2 - x1 == P.SCROLL_LINE_LENGTH):
-        out.append(Finding("dolls", f"{_line_at(tm, ours[0])}: the Scroll_Floor line of the "
-                           f"conveyor (tag {tag}) must carry things (arg2 1 or 2) along its "
-                           f"own vector (arg1 4), +x and {P.SCROLL_LINE_LENGTH} units long "
-                           f"({P.DOLL_SPEED} units per tic, as the schedule assumes); it has "
-                           f"arg1 {bits}, arg2 {how}, vector ({x2 - x1:g}, {y2 - y1:g})"))
+        return [Finding("dolls", f"{_line_at(tm, ours[0])}: the Scroll_Floor line of "
+                        f"{what} (tag {tag}) must carry things (arg2 1 or 2) along its "
+                        f"own vector (arg1 4), +x and {P.SCROLL_LINE_LENGTH} units long "
+                        f"({P.DOLL_SPEED} units per tic, as the schedule assumes); it has "
+                        f"arg1 {bits}, arg2 {how}, vector ({x2 - x1:g}, {y2 - y1:g})")]
+    return []
+
+
+def _glide(tm: TextMap, m: Machine, names, boxes, tag: int) -> list[Finding]:
+    """Frictionless lanes: every sector past the pad carries `tag` and the friction bit, the
+    Sector_SetFriction line of `tag` gives friction 1.0, and the spawn strips are carried."""
+    out: list[Finding] = []
+    for lane in m.lanes:
+        for s in lane.segments[2:]:
+            special = int(tm.sectors[s.sector].get("special", 0) or 0)
+            if tag not in tm.sector_tags(s.sector) or not special & P.FRICTION_SPECIAL:
+                out.append(Finding("dolls", f"{_at(tm, s.sector, boxes)} in the lane of "
+                                   f"{names[lane.tid]} is not frictionless (tag {tag} and "
+                                   f"special bit {P.FRICTION_SPECIAL}): the doll slows there"))
+    line = tm.linedefs[_special_lines(tm, "Sector_SetFriction", tag)[0]]
+    if int(line.get("arg1", 0) or 0) < P.NO_FRICTION:
+        out.append(Finding("dolls", f"the Sector_SetFriction line of the lanes (tag {tag}) "
+                           f"has amount {line.get('arg1', 0)}, not {P.NO_FRICTION}: a released "
+                           "doll slows down and misses the schedule"))
+    spawn_tags = {t for lane in m.lanes for t in tm.sector_tags(lane.segments[0].sector)}
+    for t in sorted(spawn_tags):
+        out += _scroll_line(tm, t, "the spawn strips'")
     return out
 
 
