@@ -14,7 +14,7 @@ import re
 
 from .construct import Affine, Recipes, Refused, spread, value_range
 from .diagnostics import Pos
-from .ir import PREV_SUFFIX, Identity, Input, Prev, Product
+from .ir import INT_LIMIT, Identity, Input, Prev, Product, prev_name
 
 # name: (how it is written, what it needs)
 MACROS = {
@@ -61,14 +61,19 @@ class _Emitter:
         return nid
 
     def new_prev(self, src: int, init: int) -> int:
-        """prev of one node: a scalar's hidden prev vector (an element of a vector is copied
-        into a scalar identity first, so that no other element gets a prev node)."""
-        if not self.b.scalar[self.b.nodes[src].group]:
+        """prev of one node: a scalar's hidden prev vector, shared with the prev(x) written
+        in the file or another delay when it reads the same first value; else (and for an
+        element of a vector, so that no other element gets a prev node) of a copy of the
+        value into an identity of its own."""
+        b = self.b
+        scalar = b.scalar[b.nodes[src].group]
+        first = b.inits.get(src, (0, None))[0]
+        written = src in b.inits or prev_name(b.nodes[src].group) in b.groups
+        if not scalar or (written and first != init):
             src = self.new_neuron(Identity(), Affine.of(src), "delay in")
-        group = self.b.nodes[src].group
-        (pid,) = self.b.resolve_vector(group + PREV_SUFFIX, None, None, self.pos)
-        if self.b.inits.get(src, (0, None))[0] != init:
-            self.b.set_init(src, init, self.pos)
+        (pid,) = b.resolve_vector(prev_name(b.nodes[src].group), None, None, self.pos)
+        if b.inits.get(src, (0, None))[0] != init:
+            b.set_init(src, init, self.pos)
         lo, hi = self.ranges[src]
         self.ranges[pid] = (min(lo, init), max(hi, init))
         return pid
@@ -191,8 +196,9 @@ def expand(b) -> None:
 
     An operation whose operands depend on a previous step's value (prev nodes) needs that
     value's range, which depends on what the operations make: the lowering is tried on a
-    copy of the builder, from the first step's ranges up, until the prev ranges settle
-    (dsl/ranges.py then proves the same ranges for the netlist, and build checks that)."""
+    copy of the builder, and dsl/ranges.py proves the prev ranges of what it made, until
+    those lie within the ranges the operations were built for (_prev_fixpoint; build then
+    checks the netlist's own ranges against them)."""
     resolved = {}
     for nid, kind, args, pos in b._pending_macros:
         got = resolve(b, kind, args, pos)
@@ -204,8 +210,9 @@ def expand(b) -> None:
     order = b._topological_order()
     if len(b.diag.items) > known:  # a cycle: there is no order to lower in
         return
-    assumed = _prev_fixpoint(b, resolved, order)
-    b.macro_prev_ranges = assumed if _reads_prev(b, resolved, order) else {}
+    reads = _reads_prev(b, resolved, order)
+    assumed = _prev_fixpoint(b, resolved, order) if reads and not b.diag else _inits(b)
+    b.macro_prev_ranges = assumed if reads else {}
     _lower_all(b, resolved, order, assumed)
 
 
@@ -218,14 +225,23 @@ def _tainted(b, order: list[int]) -> set[int]:
     return tainted
 
 
-def _in_loops(b, order: list[int]) -> set[int]:
-    """Nodes on a recurrence: they depend on a prev node within their step and a prev
-    node reads them (or what they feed) at the next step."""
-    feeds = {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)}
+def _upstream(b, order: list[int], roots: set[int]) -> set[int]:
+    """`roots` and every node they read within a step."""
+    feeds = set(roots)
     for nid in reversed(order):
         if nid in feeds:
             feeds.update(b._sources(nid))
-    return _tainted(b, order) & feeds
+    return feeds
+
+
+def _clamped(b, order: list[int]) -> set[int]:
+    """The nodes an operation's value is clamped to its own bounds at (_lower_all): on a
+    recurrence (they depend on a prev node within their step and a prev node reads them, or
+    what they feed, at the next step), and where a range is checked against a bound: what
+    feeds a fed-back input (its range must lie within the input's) or the done node (0/1)."""
+    feeds = _upstream(b, order, {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)})
+    checked = {y for _, y, _ in b.feedback} | ({b.done[0]} if b.done is not None else set())
+    return (_tainted(b, order) & feeds) | _upstream(b, order, checked)
 
 
 def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
@@ -243,39 +259,96 @@ def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
     return None
 
 
-# Rounds of the trial lowerings that look for the prev ranges operations may rely on.
+# Trial lowerings that look for the prev ranges operations may rely on; after GROW_ROUNDS of
+# them a range still growing is extrapolated (doubling its growth), then narrowed again.
 PREV_ROUNDS = 32
+GROW_ROUNDS = 3
+NARROW_ROUNDS = 8
+
+
+def _inits(b) -> dict[int, tuple[int, int]]:
+    return {p.id: (v, v) for p in b.nodes if isinstance(p.gate, Prev)
+            for v in [b.inits.get(p.gate.src, (0, None))[0]]}
 
 
 def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, int]]:
+    """Prev ranges the operations can be built for: ranges A such that the netlist the
+    operations make when built for A has its prev nodes (proven by dsl/ranges.py, at
+    every step or over the fixed steps) within A. From the first step's values up, then
+    narrowed while that still holds. A range that keeps growing is refused, naming it."""
+    assumed = _inits(b)
+    for k in range(PREV_ROUNDS):
+        proven = _trial(b, resolved, order, assumed)
+        if proven is None:
+            return assumed  # the lowering itself fails: the real one says why
+        if _within(proven, assumed):
+            break
+        assumed = _grow(assumed, proven, k)
+        if any(max(abs(lo), abs(hi)) > INT_LIMIT for lo, hi in assumed.values()):
+            break
+    else:
+        proven = None
+    if proven is None or not _within(proven, assumed):
+        _refuse_growth(b, assumed, proven)
+        return assumed
+    for _ in range(NARROW_ROUNDS):
+        if proven == assumed:
+            break
+        again = _trial(b, resolved, order, proven)
+        if again is None or not _within(again, proven):
+            break
+        assumed, proven = proven, again
+    return assumed
+
+
+def _trial(b, resolved: dict, order: list[int], assumed: dict):
+    """The prev ranges dsl/ranges.py proves for the operations lowered on a copy of the
+    builder for `assumed` (None if lowering them failed: the real lowering says why)."""
     import copy
 
-    prevs = [n for n in b.nodes if isinstance(n.gate, Prev)]
-    init = {p.id: b.inits.get(p.gate.src, (0, None))[0] for p in prevs}
-    assumed = {p.id: (init[p.id], init[p.id]) for p in prevs}
-    if not _reads_prev(b, resolved, order):
-        return assumed  # no operation's constants depend on them
-    # A recurrence without a `steps` statement is open (NetBuilder.build).
-    open_ = b.open or b._steps_pos is None
-    rounds = PREV_ROUNDS if open_ else min(PREV_ROUNDS, b.steps - 1)
-    for _ in range(rounds):
-        trial = copy.deepcopy(b)
-        ranges = _lower_all(trial, resolved, order, assumed)
-        grown = {p.id: (min(init[p.id], ranges[p.gate.src][0]),
-                        max(init[p.id], ranges[p.gate.src][1])) for p in prevs}
-        if grown == assumed:
-            break
-        assumed = grown
-    else:
-        if open_ or rounds < b.steps - 1:
-            p = next(p for p in prevs if grown[p.id] != assumed[p.id])
-            src = b.nodes[p.gate.src]
-            b.error(src.pos, f"the range of '{src.name}' keeps growing from step to step "
-                             f"({grown[p.id][0]}..{grown[p.id][1]} after {rounds}), and an "
-                             "operation reads its previous value",
-                    "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
-                    "prev(...) can be built")
-    return assumed
+    from .ranges import analyse
+
+    trial = copy.deepcopy(b)
+    _lower_all(trial, resolved, order, assumed)
+    if trial.diag:
+        return None
+    net, remap = trial.assemble()
+    analyse(net)
+    return {p: tuple(net.value_range[remap[p]]) for p in assumed}
+
+
+def _within(inner: dict, outer: dict) -> bool:
+    return all(outer[p][0] <= lo <= hi <= outer[p][1] for p, (lo, hi) in inner.items())
+
+
+def _grow(assumed: dict, proven: dict, k: int) -> dict:
+    """assumed joined with proven; after GROW_ROUNDS, ends still moving move on by twice
+    as much each round (a saturating operation's bound then is reached in a few)."""
+    out = {}
+    for p, (lo, hi) in assumed.items():
+        plo, phi = proven[p]
+        nlo, nhi = min(lo, plo), max(hi, phi)
+        if k >= GROW_ROUNDS:
+            far = 2 ** (k - GROW_ROUNDS + 1)
+            nlo, nhi = nlo - (lo - nlo) * far, nhi + (nhi - hi) * far
+        out[p] = (nlo, nhi)
+    return out
+
+
+def _refuse_growth(b, assumed: dict, proven) -> None:
+    from .util import short_name
+
+    grown = [p for p, (lo, hi) in assumed.items() if proven is None or not
+             (lo <= proven[p][0] and proven[p][1] <= hi)] or list(assumed)
+    src = b.nodes[b.nodes[grown[0]].gate.src]
+    while isinstance(src.gate, Prev):
+        src = b.nodes[src.gate.src]
+    lo, hi = assumed[grown[0]]
+    b.error(src.pos, f"the range of '{short_name(src.name)}' keeps growing from step to step "
+                     f"({lo}..{hi} after {PREV_ROUNDS} rounds), and an operation reads its "
+                     "previous value",
+            "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
+            "prev(...) can be built")
 
 
 def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
@@ -287,7 +360,7 @@ def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
 def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
     """Lower the operations in dependency order; returns every node's estimated range."""
     ranges: dict[int, tuple[int, int]] = {}
-    loops = _in_loops(b, order) if assumed else set()
+    loops = _clamped(b, order)
     for nid in order:
         node = b.nodes[nid]
         if nid in resolved:
