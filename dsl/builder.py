@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from .diagnostics import Collector, Pos, did_you_mean
 from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, WEIGHT_LIMIT, Gate, Identity, Input, Lut,
-                 Netlist, Node, Prev, Product, Relu, Spike, Step, canonical_name, element_name,
-                 prev_depth, prev_name)
+                 Netlist, Node, Prev, Product, Range, Relu, Spike, Step, canonical_name,
+                 element_name, prev_depth, prev_name)
 from .ranges import analyse
 
 MAX_HINTS = 50
@@ -419,7 +419,10 @@ class NetBuilder:
         net, remap = self.assemble()
         self._check_inits()
         self.diag.check()
-        analyse(net)  # ranges are computed eagerly: every netlist has them
+        # Ranges are computed eagerly: every netlist has them. The prev ranges operations
+        # were built for are proven to hold (dsl/macros._prev_fixpoint): they bound these.
+        analyse(net, {remap[p]: (Range(lo, hi), Range(lo, hi))
+                      for p, (lo, hi) in self.macro_prev_ranges.items()})
         self._check_recurrence(net, remap)
         return net
 
@@ -505,15 +508,8 @@ class NetBuilder:
         return read
 
     def _check_recurrence(self, net: Netlist, remap: dict[int, int]) -> None:
-        """What only the ranges can tell: a fed-back value fits its input, done is 0/1,
-        and the prev ranges operations were built for hold."""
-        for old, (lo, hi) in self.macro_prev_ranges.items():
-            r = net.value_range[remap[old]]
-            if not lo <= r.lo <= r.hi <= hi:
-                n = net.nodes[remap[old]]
-                self.error(n.pos, f"'{n.name}' ranges over {r} but the operations reading it "
-                                  f"were built for {lo}..{hi}",
-                           "clamp the value inside the loop (clamp(x, LO..HI))")
+        """What only the ranges can tell: a fed-back value fits its input, and done is
+        0/1."""
         for x, y, pos in self.feedback:
             rx, ry = net.value_range[remap[x]], net.value_range[remap[y]]
             if not rx.lo <= ry.lo <= ry.hi <= rx.hi:

@@ -210,9 +210,9 @@ def expand(b) -> None:
     order = b._topological_order()
     if len(b.diag.items) > known:  # a cycle: there is no order to lower in
         return
-    reads = _reads_prev(b, resolved, order)
-    assumed = _prev_fixpoint(b, resolved, order) if reads and not b.diag else _inits(b)
-    b.macro_prev_ranges = assumed if reads else {}
+    read = _read_prevs(b, resolved, order)
+    assumed = _prev_fixpoint(b, resolved, order, read) if read and not b.diag else {}
+    b.macro_prev_ranges = assumed
     _lower_all(b, resolved, order, assumed)
 
 
@@ -260,24 +260,29 @@ def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
 
 
 # Trial lowerings that look for the prev ranges operations may rely on; after GROW_ROUNDS of
-# them a range still growing is extrapolated (doubling its growth), then narrowed again.
+# them a range still growing is extrapolated (doubling its growth), then narrowed again
+# (a counter to 40 read by equals(c, [16]) takes ten trials, not forty).
 PREV_ROUNDS = 32
 GROW_ROUNDS = 3
 NARROW_ROUNDS = 8
 
 
-def _inits(b) -> dict[int, tuple[int, int]]:
-    return {p.id: (v, v) for p in b.nodes if isinstance(p.gate, Prev)
-            for v in [b.inits.get(p.gate.src, (0, None))[0]]}
+def _init(b, p: int) -> int:
+    return b.inits.get(b.nodes[p].gate.src, (0, None))[0]
 
 
-def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, int]]:
-    """Prev ranges the operations can be built for: ranges A such that the netlist the
-    operations make when built for A has its prev nodes (proven by dsl/ranges.py, at
-    every step or over the fixed steps) within A. From the first step's values up, then
-    narrowed while that still holds. A range that keeps growing is refused, naming it."""
-    assumed = _inits(b)
-    for k in range(PREV_ROUNDS):
+def _prev_fixpoint(b, resolved: dict, order: list[int],
+                   read: list[int]) -> dict[int, tuple[int, int]]:
+    """Ranges A of the prev nodes operations read within their step (`read`) that the
+    operations can be built for. Operations built for A are exact while those prev values
+    lie in A; dsl/ranges.py, on the netlist they make with those prev values held to A,
+    proves the values they take next in P(A) (_trial). From the first step's values up, A
+    grows by P(A): after k rounds it holds at steps 0..k (so a fixed `steps T` netlist may
+    stop after T - 1), and once P(A) lies within A it holds at every step (by induction);
+    then it is narrowed while that still holds. A range that keeps growing is refused."""
+    assumed = {p: (_init(b, p), _init(b, p)) for p in read}
+    rounds = PREV_ROUNDS if b.open else min(PREV_ROUNDS, b.steps - 1)
+    for k in range(rounds):
         proven = _trial(b, resolved, order, assumed)
         if proven is None:
             return assumed  # the lowering itself fails: the real one says why
@@ -285,11 +290,12 @@ def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, 
             break
         assumed = _grow(assumed, proven, k)
         if any(max(abs(lo), abs(hi)) > INT_LIMIT for lo, hi in assumed.values()):
-            break
+            _refuse_growth(b, assumed, proven)
+            return assumed
     else:
-        proven = None
-    if proven is None or not _within(proven, assumed):
-        _refuse_growth(b, assumed, proven)
+        if not b.open and b.steps - 1 <= PREV_ROUNDS:
+            return assumed  # it holds for each of the fixed steps
+        _refuse_growth(b, assumed, proven if rounds else None)
         return assumed
     for _ in range(NARROW_ROUNDS):
         if proven == assumed:
@@ -302,10 +308,13 @@ def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, 
 
 
 def _trial(b, resolved: dict, order: list[int], assumed: dict):
-    """The prev ranges dsl/ranges.py proves for the operations lowered on a copy of the
-    builder for `assumed` (None if lowering them failed: the real lowering says why)."""
+    """P(A): the operations lowered on a copy of the builder for `assumed`, and the ranges
+    dsl/ranges.py proves for what they make while the prev values in `assumed` stay there
+    (every other prev node, a delay's or one only a prev node reads, free): init joined
+    with each one's source range. None if lowering failed (the real lowering says why)."""
     import copy
 
+    from .ir import Range
     from .ranges import analyse
 
     trial = copy.deepcopy(b)
@@ -313,8 +322,13 @@ def _trial(b, resolved: dict, order: list[int], assumed: dict):
     if trial.diag:
         return None
     net, remap = trial.assemble()
-    analyse(net)
-    return {p: tuple(net.value_range[remap[p]]) for p in assumed}
+    analyse(net, {remap[p]: (Range(lo, hi), Range(lo, hi)) for p, (lo, hi) in assumed.items()})
+    out = {}
+    for p in assumed:
+        src = trial.nodes[p].gate.src
+        r, init = net.value_range[remap[src]], trial.inits.get(src, (0, None))[0]
+        out[p] = (min(init, r.lo), max(init, r.hi))
+    return out
 
 
 def _within(inner: dict, outer: dict) -> bool:
@@ -338,8 +352,8 @@ def _grow(assumed: dict, proven: dict, k: int) -> dict:
 def _refuse_growth(b, assumed: dict, proven) -> None:
     from .util import short_name
 
-    grown = [p for p, (lo, hi) in assumed.items() if proven is None or not
-             (lo <= proven[p][0] and proven[p][1] <= hi)] or list(assumed)
+    grown = [p for p, (lo, hi) in assumed.items() if proven is not None and
+             proven[p] != (lo, hi)] or list(assumed)
     src = b.nodes[b.nodes[grown[0]].gate.src]
     while isinstance(src.gate, Prev):
         src = b.nodes[src.gate.src]
@@ -351,10 +365,11 @@ def _refuse_growth(b, assumed: dict, proven) -> None:
             "prev(...) can be built")
 
 
-def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
-    """Does any operation depend, within its step, on a prev node?"""
-    tainted = _tainted(b, order)
-    return any(nid in tainted for nid in resolved)
+def _read_prevs(b, resolved: dict, order: list[int]) -> list[int]:
+    """The prev nodes some operation depends on within its step: the ranges of these are
+    what the operations are built for."""
+    up = _upstream(b, order, set(resolved))
+    return [n.id for n in b.nodes if isinstance(n.gate, Prev) and n.id in up]
 
 
 def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
@@ -387,7 +402,8 @@ def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
         elif isinstance(node.gate, Input):
             ranges[nid] = (node.gate.lo, node.gate.hi)
         elif isinstance(node.gate, Prev):
-            ranges[nid] = assumed[nid]
+            # What no operation reads within the step may take any value: its first one.
+            ranges[nid] = assumed.get(nid) or (_init(b, nid), _init(b, nid))
         elif isinstance(node.gate, Product):
             corners = [x * y for x in ranges[node.gate.a] for y in ranges[node.gate.b]]
             ranges[nid] = (min(corners), max(corners))

@@ -219,9 +219,9 @@ class _Evaluator:
         return changed
 
 
-# Rounds in which a prev node's range may grow before it is widened to what its source can
-# ever produce (_static_bounds), and rounds of narrowing after a widening. Every narrowing
-# iterate is sound.
+# Changes of a prev node's range after which it is widened to what its source can ever
+# produce (_static_bounds), and rounds of narrowing after a widening (every narrowing
+# iterate is sound).
 WIDEN_AFTER = 64
 DESCENT_PASSES = 64
 # Growing prev nodes named in one refusal.
@@ -308,7 +308,7 @@ class _Growth:
         for pid, r in new.items():
             self.changes[pid] = self.changes.get(pid, 0) + 1
             self.quiet[pid] = self.quiet.get(pid, 0) + 1
-            if self.changes[pid] <= WIDEN_AFTER or pid in self.widened:
+            if self.changes[pid] < WIDEN_AFTER or pid in self.widened:
                 continue
             if self._bounds is None:
                 self._bounds = _static_bounds(self.net, self.gates, self.known)
@@ -319,7 +319,7 @@ class _Growth:
                 jumped = True
         if jumped:
             self.quiet = {}
-        bad = [pid for pid in new if self.quiet.get(pid, 0) > WIDEN_AFTER]
+        bad = [pid for pid in new if self.quiet.get(pid, 0) >= WIDEN_AFTER]
         if bad:
             self.refuse(bad, new)
 
