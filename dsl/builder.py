@@ -55,6 +55,8 @@ class NetBuilder:
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
         self._op_results: set[int] = set()  # operations' and maxpools' nodes: no lines, bias
+        self._prev_refs: set[int] = set()   # prev nodes a reference named (init needs one)
+        self._prev_groups: set[str] = set()  # the hidden vectors of prev(...)
         self._macro_deps: dict[int, list[int]] = {}
         self.convs: list = []  # dsl/conv.ConvLines of every conv / avgpool written
 
@@ -96,6 +98,7 @@ class NetBuilder:
             self.nodes.append(node)
             ids.append(node.id)
         self.groups[group] = ids
+        self._prev_groups.add(group)
         self.group_pos[group] = self.group_pos[of]
         self.scalar[group] = self.scalar[of]
 
@@ -203,12 +206,12 @@ class NetBuilder:
                 if loud:
                     self.resolve_vector(group, lo, hi, pos)
                 return None
-            ids = ids[lo:hi]
+            ids = self._named(group, ids[lo:hi])
         elif sel is not None or k is None:
             return self.resolve_quiet(group, sel, pos) if quiet else \
                 (self.resolve(group, sel, pos) if loud else self.resolve_quiet(group, sel, pos))
         if len(ids) == 1:
-            return ids[0]
+            return self._named(group, ids)[0]
         if k is None or len(ids) != size:
             if loud:
                 self.error(pos, f"product operand '{group}' has {len(ids)} elements but the "
@@ -216,7 +219,7 @@ class NetBuilder:
                            "operands are one element (used for every element) or a vector "
                            "of the product's size")
             return None
-        return ids[k]
+        return self._named(group, ids[k:k + 1])[0]
 
     def declare_macro(self, name: str, kind: str, args: list, pos: Pos, decl_pos: Pos) -> None:
         """An operation such as select(c, a, b); args as make_gate receives them."""
@@ -265,7 +268,7 @@ class NetBuilder:
                 self.error(pos, f"'{group}' is a vector of {len(ids)}; this needs one element",
                            f"write {group}[0] .. {group}[{len(ids) - 1}]")
                 return None
-            return ids[0]
+            return self._named(group, ids)[0]
         if self.scalar[group]:
             self.error(pos, f"'{group}' is a scalar and cannot be indexed", f"write {group}")
             return None
@@ -273,7 +276,13 @@ class NetBuilder:
             self.error(pos, f"index {_short(index)} is out of range for '{group}' "
                             f"(size {len(ids)})", f"use 0..{len(ids) - 1}")
             return None
-        return ids[index]
+        return self._named(group, ids[index:index + 1])[0]
+
+    def _named(self, group: str, ids: list[int]) -> list[int]:
+        """ids, noted as read when they are prev nodes (what `init` needs)."""
+        if group in self._prev_groups:
+            self._prev_refs.update(ids)
+        return ids
 
     def resolve_vector(self, group: str, start: int | None, stop: int | None, pos: Pos,
                        single: bool = False) -> list[int] | None:
@@ -292,7 +301,7 @@ class NetBuilder:
             self.error(pos, f"slice {group}[{_short(lo)}:{_short(hi)}] is out of range "
                             f"or empty (size {len(ids)})", f"use {group}[a:b] with 0 <= a < b <= {len(ids)}")
             return None
-        return ids[lo:hi]
+        return self._named(group, ids[lo:hi])
 
     # -- lines and biases ---------------------------------------------------------------------
     def _target_ok(self, dst: int, pos: Pos) -> bool:
@@ -489,15 +498,11 @@ class NetBuilder:
                            "init gives the value prev(x) has at the first step")
 
     def _prev_read(self) -> set[int]:
-        """The nodes x whose prev(x) something reads: a line, a product or operation
-        operand, an output, done, a fed-back value, or prev(prev(x)) read in turn."""
-        used = {s for n in self.nodes for s in n.sources()}
-        used |= {i for deps in self._macro_deps.values() for i in deps}
-        used |= {o for o, _ in self.outputs} | {y for _, y, _ in self.feedback}
-        if self.done is not None:
-            used.add(self.done[0])
+        """The nodes x whose prev(x) is written somewhere (a sum, lines, a product or
+        operation operand, an output, done, feedback), or read by prev(prev(x)) in turn;
+        `lines prev(h) -> y dense` reads every element of h, zero columns too."""
         read = set()
-        todo = [n for n in self.nodes if isinstance(n.gate, Prev) and n.id in used]
+        todo = [self.nodes[i] for i in self._prev_refs]
         while todo:
             p = todo.pop()
             src = p.gate.src
@@ -578,8 +583,8 @@ class NetBuilder:
         if not ids:
             return None
         if index is None:
-            return ids[0] if len(ids) == 1 else None
-        return ids[index] if 0 <= index < len(ids) else None
+            return self._named(group, ids)[0] if len(ids) == 1 else None
+        return self._named(group, ids[index:index + 1])[0] if 0 <= index < len(ids) else None
 
 
 # gate -> (parameters it takes, parameters it needs); lut and product take positionals.

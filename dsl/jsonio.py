@@ -423,7 +423,8 @@ class _Reader:
                                      f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
                      "give it the size of the vector it reads")
             return
-        self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
+        # Made here, and read: the JSON form spells init on the whole prev vector.
+        self.b.resolve_vector(v["name"], None, None, self.at(path))
         init = g.get("init", 0)
         inits = init if isinstance(init, list) else [init] * len(ids)
         if len(inits) != len(ids) or not all(_is_int(i) for i in inits):

@@ -281,14 +281,18 @@ def _prev_fixpoint(b, resolved: dict, order: list[int],
     stop after T - 1), and once P(A) lies within A it holds at every step (by induction);
     then it is narrowed while that still holds. A range that keeps growing is refused."""
     assumed = {p: (_init(b, p), _init(b, p)) for p in read}
+    growth = _Growth()
     rounds = PREV_ROUNDS if b.open else min(PREV_ROUNDS, b.steps - 1)
-    for k in range(rounds):
+    for _ in range(rounds):
         proven = _trial(b, resolved, order, assumed)
+        if proven is None and growth.leapt:
+            assumed = growth.back()  # built for too much (a bit's leap): step back
+            continue
         if proven is None:
             return assumed  # the lowering itself fails: the real one says why
         if _within(proven, assumed):
             break
-        assumed = _grow(assumed, proven, k)
+        assumed = growth.grow(assumed, proven)
         if any(max(abs(lo), abs(hi)) > INT_LIMIT for lo, hi in assumed.values()):
             _refuse_growth(b, assumed, proven)
             return assumed
@@ -335,18 +339,38 @@ def _within(inner: dict, outer: dict) -> bool:
     return all(outer[p][0] <= lo <= hi <= outer[p][1] for p, (lo, hi) in inner.items())
 
 
-def _grow(assumed: dict, proven: dict, k: int) -> dict:
-    """assumed joined with proven; after GROW_ROUNDS, ends still moving move on by twice
-    as much each round (a saturating operation's bound then is reached in a few)."""
-    out = {}
-    for p, (lo, hi) in assumed.items():
-        plo, phi = proven[p]
-        nlo, nhi = min(lo, plo), max(hi, phi)
-        if k >= GROW_ROUNDS:
-            far = 2 ** (k - GROW_ROUNDS + 1)
-            nlo, nhi = nlo - (lo - nlo) * far, nhi + (nhi - hi) * far
-        out[p] = (nlo, nhi)
-    return out
+class _Growth:
+    """A joined with P(A), round by round. An end that has moved GROW_ROUNDS rounds in a
+    row moves on by twice as much as it did, each round it keeps moving (a saturating
+    operation's bound is then reached in a few rounds, not one per step); a leap that the
+    operations cannot be built for (a 0/1 value leapt past 1) is taken back, and from then
+    on ranges only join."""
+
+    def __init__(self):
+        self.moves: dict[tuple[int, int], int] = {}   # (prev, end) -> rounds moving in a row
+        self.leapt: dict | None = None   # the plain join, when this round leapt beyond it
+        self.tame = False
+
+    def grow(self, assumed: dict, proven: dict) -> dict:
+        out, plain = {}, {}
+        for p, (lo, hi) in assumed.items():
+            plo, phi = proven[p]
+            nlo, nhi = min(lo, plo), max(hi, phi)
+            plain[p] = (nlo, nhi)
+            ends = []
+            for end, moved in ((0, nlo - lo), (1, nhi - hi)):
+                run = self.moves.get((p, end), 0) + 1 if moved else 0
+                self.moves[p, end] = run
+                far = 2 ** (run - GROW_ROUNDS + 1) if run >= GROW_ROUNDS and not self.tame \
+                    else 0
+                ends.append(abs(moved) * far)
+            out[p] = (nlo - ends[0], nhi + ends[1])
+        self.leapt = plain if out != plain else None
+        return out
+
+    def back(self) -> dict:
+        plain, self.leapt, self.tame = self.leapt, None, True
+        return plain
 
 
 def _refuse_growth(b, assumed: dict, proven) -> None:

@@ -428,11 +428,11 @@ def _check_size(node, r: Range, what: str) -> None:
         from .util import short_int, short_name
 
         big = r.hi if abs(r.hi) >= abs(r.lo) else r.lo
-        raise CompileError([Diagnostic(node.pos, f"the {what} of '{short_name(node.name)}' can reach "
-                                                 f"{short_int(big)}, beyond 2^{RANGE_BITS}: "
-                                                 "refused before its bounds grow further",
-                                       "no map holds values past 32 bits: requantise (relu "
-                                       "with s > 1) or narrow the inputs before it")])
+        raise CompileError([Diagnostic(
+            node.pos, f"the {what} of '{short_name(node.name)}' can reach {short_int(big)}, "
+                      f"beyond 2^{RANGE_BITS}: refused before its bounds grow further",
+            "no map holds values past 32 bits: requantise (relu with s > 1) or narrow the "
+            "inputs before it")])
 
 
 class _Folding:
