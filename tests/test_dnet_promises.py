@@ -232,3 +232,30 @@ def test_init_of_a_vector_read_through_a_zero_column_round_trips():
     again = loads(dumps(net))
     assert dumps(again) == dumps(net)
     assert values(again, [[1], [1]], "h[0]") == values(net, [[1], [1]], "h[0]") == [3, 4]
+
+
+def test_a_bit_that_turns_one_late_stays_a_bit_for_operations_on_its_prev():
+    # d is 0 for 23 steps: its prev range grew once, late; an extrapolated leap past 1
+    # would make select and not refuse it.
+    net = parse("steps open\ninput x : 2..5\ninput y : 0..3\n"
+                "neuron c : relu(s=1, max=42) = prev(c) + 1\nneuron d : equals(c, [24])\n"
+                "neuron o : select(prev(d), x, y)\nneuron n : not(prev(d))\ndone d\n"
+                "output o, n\n")
+    rows = [[2 + t % 4, t % 4] for t in range(30)]
+    res, steps = reference_run(net, rows)
+    assert steps == 24
+    o = [int(v) for v in res.value[0, :steps, net.by_name("o").id]]
+    assert o == [r[1] for r in rows[:steps]]
+
+
+def test_run_of_a_vector_relu_without_max_is_exact(tmp_path, capsys):
+    """`run`'s reference reads the netlist the WAD embeds (JSON): it must clamp each
+    element where the map does."""
+    import build
+
+    path = tmp_path / "r.dnet"
+    path.write_text("network r\ninput x[2] : 0..3\nneuron h[2] : relu(s=1)\n"
+                    "lines x -> h diag [1, 5]\noutput h\n")
+    code = build.main(["run", str(path), "-o", str(tmp_path / "r.wad"), "-i", "3,3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["results"][0]["engine"] == out["results"][0]["reference"] == [3, 15]
