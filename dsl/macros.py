@@ -197,8 +197,8 @@ def expand(b) -> None:
     An operation whose operands depend on a previous step's value (prev nodes) needs that
     value's range, which depends on what the operations make: the lowering is tried on a
     copy of the builder, and dsl/ranges.py proves the prev ranges of what it made, until
-    those lie within the ranges the operations were built for (_prev_fixpoint; build then
-    checks the netlist's own ranges against them)."""
+    those lie within the ranges the operations were built for (_prev_fixpoint; build hands
+    them to the netlist's own range analysis as proven)."""
     resolved = {}
     for nid, kind, args, pos in b._pending_macros:
         got = resolve(b, kind, args, pos)
@@ -263,6 +263,7 @@ def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
 # them a range still growing is extrapolated (doubling its growth), then narrowed again
 # (a counter to 40 read by equals(c, [16]) takes ten trials, not forty).
 PREV_ROUNDS = 32
+FIXED_ROUNDS = 256
 GROW_ROUNDS = 3
 NARROW_ROUNDS = 8
 
@@ -282,8 +283,11 @@ def _prev_fixpoint(b, resolved: dict, order: list[int],
     then it is narrowed while that still holds. A range that keeps growing is refused."""
     assumed = {p: (_init(b, p), _init(b, p)) for p in read}
     growth = _Growth()
-    rounds = PREV_ROUNDS if b.open else min(PREV_ROUNDS, b.steps - 1)
-    for _ in range(rounds):
+    # Rounds of growth a proof needs at most: the fixed steps (their ranges), or enough for
+    # a fixpoint of an open run. A leap taken back is no round.
+    need = b.steps - 1 if not b.open and b.steps - 1 <= FIXED_ROUNDS else PREV_ROUNDS
+    rounds = 0
+    while rounds < need:
         proven = _trial(b, resolved, order, assumed)
         if proven is None and growth.leapt:
             assumed = growth.back()  # built for too much (a bit's leap): step back
@@ -293,13 +297,14 @@ def _prev_fixpoint(b, resolved: dict, order: list[int],
         if _within(proven, assumed):
             break
         assumed = growth.grow(assumed, proven)
+        rounds += 1
         if any(max(abs(lo), abs(hi)) > INT_LIMIT for lo, hi in assumed.values()):
-            _refuse_growth(b, assumed, proven)
+            _refuse_growth(b, assumed, proven, rounds)
             return assumed
     else:
-        if not b.open and b.steps - 1 <= PREV_ROUNDS:
+        if not b.open and rounds >= b.steps - 1:
             return assumed  # it holds for each of the fixed steps
-        _refuse_growth(b, assumed, proven if rounds else None)
+        _refuse_growth(b, assumed, proven if rounds else None, rounds)
         return assumed
     for _ in range(NARROW_ROUNDS):
         if proven == assumed:
@@ -373,7 +378,7 @@ class _Growth:
         return plain
 
 
-def _refuse_growth(b, assumed: dict, proven) -> None:
+def _refuse_growth(b, assumed: dict, proven, rounds: int) -> None:
     from .util import short_name
 
     grown = [p for p, (lo, hi) in assumed.items() if proven is not None and
@@ -381,9 +386,9 @@ def _refuse_growth(b, assumed: dict, proven) -> None:
     src = b.nodes[b.nodes[grown[0]].gate.src]
     while isinstance(src.gate, Prev):
         src = b.nodes[src.gate.src]
-    lo, hi = assumed[grown[0]]
+    lo, hi = assumed[grown[0]] if proven is None else proven[grown[0]]
     b.error(src.pos, f"the range of '{short_name(src.name)}' keeps growing from step to step "
-                     f"({lo}..{hi} after {PREV_ROUNDS} rounds), and an operation reads its "
+                     f"({lo}..{hi} after {rounds} rounds), and an operation reads its "
                      "previous value",
             "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
             "prev(...) can be built")

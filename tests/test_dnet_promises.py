@@ -259,3 +259,14 @@ def test_run_of_a_vector_relu_without_max_is_exact(tmp_path, capsys):
     code = build.main(["run", str(path), "-o", str(tmp_path / "r.wad"), "-i", "3,3", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["results"][0]["engine"] == out["results"][0]["reference"] == [3, 15]
+
+
+def test_an_operation_on_a_sum_that_grows_is_proven_for_fixed_steps_refused_if_open():
+    text = "input x : 0..3\nneuron a : identity = prev(a) + x\nneuron m : max(prev(a), 5)\n" \
+           "output m\n"
+    net = parse("steps 200\n" + text)
+    assert tuple(net.value_range[net.by_name("a.prev").id]) == (0, 597)
+    rows = [[3]] * 200
+    assert values(net, rows, "m")[-1] == 597
+    refused("steps open\n" + text, "bad.dnet:3:8: error: the range of 'a' keeps growing",
+            "clamp it")
