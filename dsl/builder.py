@@ -9,8 +9,9 @@ computes every node's range (dsl/ranges.py) before handing the netlist out.
 from __future__ import annotations
 
 from .diagnostics import Collector, Pos, did_you_mean
-from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, PREV_SUFFIX, WEIGHT_LIMIT, Gate, Identity,
-                 Input, Lut, Netlist, Node, Prev, Product, Relu, Spike, Step, element_name)
+from .ir import (GATE_NAMES, INT_LIMIT, MAX_STEPS, WEIGHT_LIMIT, Gate, Identity, Input, Lut,
+                 Netlist, Node, Prev, Product, Range, Relu, Spike, Step, canonical_name,
+                 element_name, prev_depth, prev_name)
 from .ranges import analyse
 
 MAX_HINTS = 50
@@ -53,6 +54,9 @@ class NetBuilder:
         self._pending_products: dict[int, tuple[object, object, Pos, int | None]] = {}
         # Operations written as gates (select, equals, ...): lowered by dsl/macros.py.
         self._pending_macros: list[tuple[int, str, list, Pos]] = []
+        self._op_results: set[int] = set()  # operations' and maxpools' nodes: no lines, bias
+        self._prev_refs: set[int] = set()   # prev nodes a reference named (init needs one)
+        self._prev_groups: set[str] = set()  # the hidden vectors of prev(...)
         self._macro_deps: dict[int, list[int]] = {}
         self.convs: list = []  # dsl/conv.ConvLines of every conv / avgpool written
 
@@ -69,29 +73,37 @@ class NetBuilder:
         return did_you_mean(name, self.groups)
 
     def _known(self, group: str) -> bool:
-        """Is `group` declared? prev(h)'s hidden vector h.prev is made here on first use,
-        one prev node per element of h (h must be declared by then)."""
+        """Is `group` declared? prev(h)'s hidden vector h.prev (and h.prev2 of prev(h.prev),
+        ir.prev_name) is made here on first use, one prev node per element of the vector
+        it reads (h must be declared by then): a chain of them, without recursion."""
+        group = canonical_name(group)
         if group in self.groups:
             return True
-        if not group.endswith(PREV_SUFFIX) or not self._known(group[:-len(PREV_SUFFIX)]):
+        base, depth = prev_depth(group)
+        if not depth or base not in self.groups:
             return False
-        base = group[:-len(PREV_SUFFIX)]
+        have = depth - 1
+        while have and prev_name(base, have) not in self.groups:
+            have -= 1
+        for d in range(have + 1, depth + 1):
+            self._prev_vector(prev_name(base, d - 1), prev_name(base, d))
+        return True
+
+    def _prev_vector(self, of: str, group: str) -> None:
         ids = []
-        for k, src in enumerate(self.groups[base]):
-            index = None if self.scalar[base] else k
+        for k, src in enumerate(self.groups[of]):
+            index = None if self.scalar[of] else k
             node = Node(len(self.nodes), element_name(group, index), group, index, Prev(src),
-                        self.group_pos[base])
+                        self.group_pos[of])
             self.nodes.append(node)
             ids.append(node.id)
         self.groups[group] = ids
-        self.group_pos[group] = self.group_pos[base]
-        self.scalar[group] = self.scalar[base]
-        return True
+        self._prev_groups.add(group)
+        self.group_pos[group] = self.group_pos[of]
+        self.scalar[group] = self.scalar[of]
 
     def _unknown(self, group: str, pos: Pos) -> None:
-        base = group
-        while base.endswith(PREV_SUFFIX):  # prev(q) of an unknown q names q
-            base = base[:-len(PREV_SUFFIX)]
+        base = prev_depth(group)[0]  # prev(q) of an unknown q names q
         self.error(pos, f"unknown name '{base}'", self._suggest(base)
                    or "declare it with 'input' or 'neuron' first")
 
@@ -170,7 +182,7 @@ class NetBuilder:
         """How many elements a product operand names (1 if unknown: reported elsewhere)."""
         if isinstance(spec, int) or not self._known(spec[0]):
             return 1
-        n = len(self.groups[spec[0]])
+        n = len(self.groups[canonical_name(spec[0])])
         if isinstance(spec[1], tuple):
             return (n if spec[1][2] is None else spec[1][2]) - (spec[1][1] or 0)
         return 1 if spec[1] is not None else n
@@ -180,6 +192,7 @@ class NetBuilder:
         if isinstance(spec, int):
             return spec
         group, sel, pos = spec
+        group = canonical_name(group)
         loud = not quiet and not k
         if not self._known(group):
             if loud:
@@ -193,12 +206,12 @@ class NetBuilder:
                 if loud:
                     self.resolve_vector(group, lo, hi, pos)
                 return None
-            ids = ids[lo:hi]
+            ids = self._named(group, ids[lo:hi])
         elif sel is not None or k is None:
             return self.resolve_quiet(group, sel, pos) if quiet else \
                 (self.resolve(group, sel, pos) if loud else self.resolve_quiet(group, sel, pos))
         if len(ids) == 1:
-            return ids[0]
+            return self._named(group, ids)[0]
         if k is None or len(ids) != size:
             if loud:
                 self.error(pos, f"product operand '{group}' has {len(ids)} elements but the "
@@ -206,13 +219,14 @@ class NetBuilder:
                            "operands are one element (used for every element) or a vector "
                            "of the product's size")
             return None
-        return ids[k]
+        return self._named(group, ids[k:k + 1])[0]
 
     def declare_macro(self, name: str, kind: str, args: list, pos: Pos, decl_pos: Pos) -> None:
         """An operation such as select(c, a, b); args as make_gate receives them."""
         ids = self.declare(name, None, Identity(), decl_pos)
         if ids:
             self._pending_macros.append((ids[0], kind, args, pos))
+            self._op_results.add(ids[0])
 
     # -- convolutions and pools (dsl/conv.py) -------------------------------------------------
     def add_conv(self, conv, src: list[int], dst: list[int], pos: Pos) -> None:
@@ -226,8 +240,10 @@ class NetBuilder:
 
     def declare_maxpool(self, name: str, size: int | None, pos: Pos) -> list[int]:
         """The result vector of a maxpool; its windows come later (set_maxpool), once every
-        name is declared."""
-        return self.declare(name, size, Identity(), pos)
+        name is declared. Like any operation's result it takes no lines and no bias."""
+        ids = self.declare(name, size, Identity(), pos)
+        self._op_results.update(ids)
+        return ids
 
     def set_maxpool(self, ids: list[int], conv, src: list[int], pos: Pos) -> None:
         """Element k of `ids` becomes max(window k of src): the max operation, lowered with
@@ -242,6 +258,7 @@ class NetBuilder:
     # -- references ---------------------------------------------------------------------------
     def resolve(self, group: str, index: int | None, pos: Pos) -> int | None:
         """One node from `name` or `name[i]`."""
+        group = canonical_name(group)
         if not self._known(group):
             self._unknown(group, pos)
             return None
@@ -251,7 +268,7 @@ class NetBuilder:
                 self.error(pos, f"'{group}' is a vector of {len(ids)}; this needs one element",
                            f"write {group}[0] .. {group}[{len(ids) - 1}]")
                 return None
-            return ids[0]
+            return self._named(group, ids)[0]
         if self.scalar[group]:
             self.error(pos, f"'{group}' is a scalar and cannot be indexed", f"write {group}")
             return None
@@ -259,11 +276,18 @@ class NetBuilder:
             self.error(pos, f"index {_short(index)} is out of range for '{group}' "
                             f"(size {len(ids)})", f"use 0..{len(ids) - 1}")
             return None
-        return ids[index]
+        return self._named(group, ids[index:index + 1])[0]
+
+    def _named(self, group: str, ids: list[int]) -> list[int]:
+        """ids, noted as read when they are prev nodes (what `init` needs)."""
+        if group in self._prev_groups:
+            self._prev_refs.update(ids)
+        return ids
 
     def resolve_vector(self, group: str, start: int | None, stop: int | None, pos: Pos,
                        single: bool = False) -> list[int] | None:
         """Several nodes from `name`, `name[i]` (single=True) or `name[a:b]`."""
+        group = canonical_name(group)
         if not self._known(group):
             self._unknown(group, pos)
             return None
@@ -277,7 +301,7 @@ class NetBuilder:
             self.error(pos, f"slice {group}[{_short(lo)}:{_short(hi)}] is out of range "
                             f"or empty (size {len(ids)})", f"use {group}[a:b] with 0 <= a < b <= {len(ids)}")
             return None
-        return ids[lo:hi]
+        return self._named(group, ids[lo:hi])
 
     # -- lines and biases ---------------------------------------------------------------------
     def _target_ok(self, dst: int, pos: Pos) -> bool:
@@ -294,7 +318,7 @@ class NetBuilder:
             self.error(pos, f"lines cannot end at product '{node.name}'",
                        "a product multiplies its two operands; add lines to a neuron that reads it")
             return False
-        if any(p[0] == dst for p in self._pending_macros):
+        if dst in self._op_results:
             self.error(pos, f"lines cannot end at '{node.name}', an operation's result",
                        "an operation takes its operands as arguments; add lines to a neuron "
                        "that reads it")
@@ -387,6 +411,31 @@ class NetBuilder:
 
     # -- finishing --------------------------------------------------------------------------
     def build(self) -> Netlist:
+        self._resolve_products()
+        if self._steps_pos is None and self._recurrent():
+            # A recurrence without `steps` runs as long as asked, and its operations are
+            # built for that (a spike's range over every step, a delay of any length).
+            self.open, self.steps = True, MAX_STEPS
+        if self._pending_macros:
+            from .macros import expand
+
+            expand(self)
+        if self.done is not None and self.done[0] not in self._output_set:
+            self.add_output(self.done[0], self.done[1])  # a run's end is read like an output
+        if not self.outputs and not self.diag:
+            self.error(Pos(self.source, 1, 1), "the netlist has no output",
+                       "add a line such as 'output y'")
+        net, remap = self.assemble()
+        self._check_inits()
+        self.diag.check()
+        # Ranges are computed eagerly: every netlist has them. The prev ranges operations
+        # were built for are proven to hold (dsl/macros._prev_fixpoint): they bound these.
+        analyse(net, {remap[p]: (Range(lo, hi), Range(lo, hi))
+                      for p, (lo, hi) in self.macro_prev_ranges.items()})
+        self._check_recurrence(net, remap)
+        return net
+
+    def _resolve_products(self) -> None:
         for nid, (a, b, pos, k) in self._pending_products.items():
             size = None if k is None else len(self.groups[self.nodes[nid].group])
             if k == 0 and size > 1 and not isinstance(a, int) \
@@ -400,19 +449,23 @@ class NetBuilder:
             if ia is not None and ib is not None:
                 node = self.nodes[nid]
                 node.gate = Product(ia, ib)
-        if self._pending_macros:
-            from .macros import expand
 
-            expand(self)
-        if self.done is not None and self.done[0] not in self._output_set:
-            self.add_output(self.done[0], self.done[1])  # a run's end is read like an output
-        if not self.outputs and not self.diag:
-            self.error(Pos(self.source, 1, 1), "the netlist has no output",
-                       "add a line such as 'output y'")
+    def _recurrent(self) -> bool:
+        """Does a value cross steps: a prev node (written in a sum or lines, or as an
+        operation's operand) or a fed-back input? (A delay alone needs `steps`.)"""
+        def prev_arg(value) -> bool:
+            return isinstance(value, tuple) and isinstance(value[0], str) \
+                and prev_depth(value[0])[1] > 0
+
+        return bool(self.feedback) or any(isinstance(n.gate, Prev) for n in self.nodes) \
+            or any(prev_arg(v) for _, _, args, _ in self._pending_macros for _, v, _ in args)
+
+    def assemble(self) -> tuple[Netlist, dict[int, int]]:
+        """The Netlist of what is built so far (ranges not yet computed) and the renumbering
+        from builder ids: ids follow the topological order (the reference and the map
+        generator both walk nodes front to back). Raises the problems found so far."""
         order = self._topological_order()
         self.diag.check()
-        # Renumber so that ids follow the topological order (the reference and the map
-        # generator both walk nodes front to back).
         remap = {old: new for new, old in enumerate(order)}
         nodes = []
         for old in order:
@@ -425,37 +478,43 @@ class NetBuilder:
             nodes.append(Node(remap[old], n.name, n.group, n.index, gate, n.pos,
                               {remap[s]: w for s, w in n.weights.items()}, n.bias,
                               {remap[s]: p for s, p in n.line_pos.items()}))
-        read = {n.gate.src for n in self.nodes if isinstance(n.gate, Prev)}
-        for src, (_, pos) in self.inits.items():
-            if src not in read:
-                self.error(pos, f"init of '{self.nodes[src].name}', but nothing reads "
-                                f"prev({self.nodes[src].name})",
-                           "init gives the value prev(x) has at the first step")
-        self.diag.check()
         groups = {g: [remap[i] for i in ids] for g, ids in self.groups.items()}
-        recurrent = self.feedback or any(isinstance(n.gate, Prev) for n in nodes)
-        if recurrent and self._steps_pos is None:
-            self.open, self.steps = True, MAX_STEPS  # a recurrence runs as long as asked
         net = Netlist(self.name or _stem(self.source), nodes, groups,
                       [remap[i] for i in self.inputs], [remap[o] for o, _ in self.outputs],
                       self.steps, self.source, open=self.open,
                       feedback={remap[x]: remap[y] for x, y, _ in self.feedback},
                       done=None if self.done is None else remap[self.done[0]])
         net.convs = list(self.convs)
-        analyse(net)  # ranges are computed eagerly: every netlist has them
-        self._check_recurrence(net, remap)
-        return net
+        return net, remap
+
+    def _check_inits(self) -> None:
+        """`init x` is what prev(x) reads at the first step: an error where nothing reads
+        prev(x) (the builder makes prev(h)'s whole vector when one element is read)."""
+        read = self._prev_read()
+        for src, (_, pos) in self.inits.items():
+            if src not in read:
+                name = self.nodes[src].name
+                self.error(pos, f"init of '{name}', but nothing reads prev({name})",
+                           "init gives the value prev(x) has at the first step")
+
+    def _prev_read(self) -> set[int]:
+        """The nodes x whose prev(x) is written somewhere (a sum, lines, a product or
+        operation operand, an output, done, feedback), or read by prev(prev(x)) in turn;
+        `lines prev(h) -> y dense` reads every element of h, zero columns too."""
+        read = set()
+        todo = [self.nodes[i] for i in self._prev_refs]
+        while todo:
+            p = todo.pop()
+            src = p.gate.src
+            if src not in read:
+                read.add(src)
+                if isinstance(self.nodes[src].gate, Prev):
+                    todo.append(self.nodes[src])
+        return read
 
     def _check_recurrence(self, net: Netlist, remap: dict[int, int]) -> None:
-        """What only the ranges can tell: a fed-back value fits its input, done is 0/1,
-        and the prev ranges operations were built for hold."""
-        for old, (lo, hi) in self.macro_prev_ranges.items():
-            r = net.value_range[remap[old]]
-            if not lo <= r.lo <= r.hi <= hi:
-                n = net.nodes[remap[old]]
-                self.error(n.pos, f"'{n.name}' ranges over {r} but the operations reading it "
-                                  f"were built for {lo}..{hi}",
-                           "clamp the value inside the loop (clamp(x, LO..HI))")
+        """What only the ranges can tell: a fed-back value fits its input, and done is
+        0/1."""
         for x, y, pos in self.feedback:
             rx, ry = net.value_range[remap[x]], net.value_range[remap[y]]
             if not rx.lo <= ry.lo <= ry.hi <= rx.hi:
@@ -496,12 +555,19 @@ class NetBuilder:
                 elif state[nxt] == 1:
                     path = [s for s, _ in stack]
                     cycle = path[path.index(nxt):] + [nxt]
-                    names = " -> ".join(self.nodes[c].name for c in cycle)
-                    self.error(self.nodes[nxt].pos, f"cycle: {names}",
-                               "within a step lines flow one way; read a value of the "
-                               "previous step with prev(...) to make a recurrence")
+                    self.error(self.nodes[nxt].pos, f"cycle: {_cycle_text(self.nodes, cycle)}",
+                               self._cycle_hint(cycle))
                     return list(range(n))
         return order
+
+    def _cycle_hint(self, cycle: list[int]) -> str:
+        if any(nid == c and kind == "delay" for nid, kind, _, _ in self._pending_macros
+               for c in cycle):
+            return ("a delay is not built on its own loop (its chain starts at the low end of "
+                    "a range the loop decides): write the loop with prev(...), e.g. "
+                    "prev(prev(a)) for two steps, and init")
+        return ("within a step lines flow one way; read a value of the previous step with "
+                "prev(...) to make a recurrence")
 
     def _sources(self, i: int) -> list[int]:
         if i in self._pending_products:
@@ -512,12 +578,13 @@ class NetBuilder:
         return list(self.nodes[i].weights) + self._macro_deps.get(i, [])
 
     def resolve_quiet(self, group, index, pos) -> int | None:
+        group = canonical_name(group)
         ids = self.groups.get(group) if self._known(group) else None
         if not ids:
             return None
         if index is None:
-            return ids[0] if len(ids) == 1 else None
-        return ids[index] if 0 <= index < len(ids) else None
+            return self._named(group, ids)[0] if len(ids) == 1 else None
+        return self._named(group, ids[index:index + 1])[0] if 0 <= index < len(ids) else None
 
 
 # gate -> (parameters it takes, parameters it needs); lut and product take positionals.
@@ -668,6 +735,16 @@ def _product_gate(builder: NetBuilder, positional: list, pos: Pos):
         return None
     (a, apos), (b, bpos) = positional
     return ("product", (a[0], a[1], apos), (b[0], b[1], bpos))
+
+
+def _cycle_text(nodes: list[Node], cycle: list[int]) -> str:
+    """a -> b -> a, each name shortened, at most a dozen of them."""
+    from .util import short_name
+
+    names = [short_name(nodes[c].name) for c in cycle]
+    if len(names) > 12:
+        names = names[:6] + [f"... ({len(names) - 12} more)"] + names[-6:]
+    return " -> ".join(names)
 
 
 def _short(value: int) -> str:

@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Callable, Hashable, Protocol
 
-from .ir import WEIGHT_LIMIT, Lut, Range, Relu, Spike, Step
+from .ir import MAX_STEPS, WEIGHT_LIMIT, Lut, Range, Relu, Spike, Step
 from .ranges import gate_range, spike_ranges
 
 MAX_TABLE = 65536
@@ -360,16 +360,17 @@ class Recipes:
     def delay(self, x, k: int) -> Affine:
         """x as it was k steps earlier (its range's low end before the first k steps): a
         chain of k prev nodes, each the value of the one before at the previous step,
-        kept in the map from step to step (docs/dnet.md, "State across steps")."""
+        kept in the map from step to step (docs/dnet.md, "State across steps"). In a run
+        of at most k steps that is the low end throughout: a constant."""
         if self.em.steps < 2:
             raise Refused("delay needs a netlist with several time steps",
                           "set steps (Graph(steps=T) or 'steps T') to 2 or more, or 'steps open'")
-        if not 1 <= k < self.em.steps:
-            raise Refused(f"delay of {k} steps in a netlist of {self.em.steps}",
-                          f"delay by 1..{self.em.steps - 1} steps")
+        if not 1 <= k <= MAX_STEPS:
+            raise Refused(f"delay of {k} steps", f"delay by 1..{MAX_STEPS} steps (a run takes "
+                          f"at most {MAX_STEPS})")
         x = lift(x)
         lo, hi = self.range(x)
-        if lo == hi:
+        if lo == hi or k >= self.em.steps:
             return Affine.constant(lo)
         key = self.node(x, "delay in")
         for _ in range(k):

@@ -473,8 +473,13 @@ class Graph:
         return src
 
     def _ref(self, nid: int) -> str:
-        """How the .dnet text names a node: prev(h[2]) for a previous step's value."""
-        return f"prev({self._target(nid)})" if nid in self._prev_of else self.nodes[nid].name
+        """How the .dnet text names a node: prev(h[2]) for a previous step's value (a
+        delay's chain of them walked, not recursed: it may be thousands long)."""
+        depth = 0
+        while nid in self._prev_of and isinstance(self._prev_of[nid], int):
+            nid, depth = self._prev_of[nid], depth + 1
+        base = f"prev({self._target(nid)})" if nid in self._prev_of else self.nodes[nid].name
+        return "prev(" * depth + base + ")" * depth
 
     def _prev_lines(self, nid: int) -> list[str]:
         init = self.nodes[nid].gate.init

@@ -9,6 +9,7 @@ Semantics of every gate are in docs/dnet.md; the exact evaluation is dsl/referen
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -116,8 +117,35 @@ class Prev:
 
 Gate = Union[Input, Identity, Relu, Step, Lut, Product, Spike, Prev]
 GATE_NAMES = ("relu", "step", "lut", "identity", "product", "spike")
-# The hidden vector of prev(h) is named h + PREV_SUFFIX (h.prev[3] is prev(h[3])).
+# The hidden vector of prev(h) is named h + PREV_SUFFIX (h.prev[3] is prev(h[3])); that of
+# prev(prev(h)) h.prev2, of K nested prevs h.prevK (prev_name), so a delay(x, 9999) chain
+# has short names. A dot keeps them apart from every written name.
 PREV_SUFFIX = ".prev"
+_PREV_TAIL = re.compile(r"\.prev([2-9]|[1-9][0-9]+)?$")
+
+
+def prev_depth(group: str) -> tuple[str, int]:
+    """(base, K): `group` names prev applied K times to the vector `base` (K = 0: not a
+    prev vector). The older spelling h.prev.prev counts as well as h.prev2."""
+    k = 0
+    while True:
+        m = _PREV_TAIL.search(group)
+        if not m:
+            return group, k
+        k += int(m.group(1) or 1)
+        group = group[:m.start()]
+
+
+def canonical_name(group: str) -> str:
+    """A vector's name as netlists keep it: h.prev2, never h.prev.prev."""
+    return prev_name(group, 0)
+
+
+def prev_name(group: str, k: int = 1) -> str:
+    """The hidden vector of prev applied k more times to `group`: h -> h.prev -> h.prev2."""
+    base, depth = prev_depth(group)
+    depth += k
+    return base if depth == 0 else base + PREV_SUFFIX + (str(depth) if depth > 1 else "")
 
 
 # ---------------------------------------------------------------------------------- nodes

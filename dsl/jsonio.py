@@ -23,7 +23,8 @@ import re
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import PREV_SUFFIX, Identity, Input, Lut, Netlist, Prev, Product, Relu, Spike, Step
+from .ir import (INT_LIMIT, Identity, Input, Lut, Netlist, Prev, Product, Relu, Spike, Step,
+                 canonical_name, prev_name)
 
 FORMAT = "voodoonet.netlist"
 VERSION = 1
@@ -95,6 +96,9 @@ def to_json(net: Netlist) -> dict:
                     "b": [net.nodes[net.nodes[i].gate.b].name for i in ids]}
         if isinstance(first.gate, Prev) and first.index is not None:
             gate["init"] = [net.nodes[i].gate.init for i in ids]
+        if isinstance(first.gate, Relu) and len({net.nodes[i].gate.L for i in ids}) > 1:
+            # A relu written without max clamps each element at its own reachable top.
+            gate["max"] = [net.nodes[i].gate.L for i in ids]
         vectors.append({"name": g, "size": None if first.index is None else len(ids),
                         "gate": gate})
     from .conv import covered
@@ -318,12 +322,27 @@ class _Reader:
             else:
                 self.prevs.append((v, path))
         else:
-            args = self.gate_args(g, kind, path, gpos)
+            each = g.get("max") if kind == "relu" and isinstance(g.get("max"), list) else None
+            args = self.gate_args({k: x for k, x in g.items() if k != "max"} if each else g,
+                                  kind, path, gpos)
             if args is None:
                 return
             gate = make_gate(self.b, kind, args, gpos)
             if gate is not None:
-                self.b.declare(v["name"], size, gate, gpos)
+                ids = self.b.declare(v["name"], size, gate, gpos)
+                if each is not None:
+                    self.relu_maxima(ids, gate, each, path + ".gate.max")
+
+    def relu_maxima(self, ids: list[int], gate: Relu, maxima: list, path: str) -> None:
+        """"max": [...]: one clamp per element of a relu vector (what a relu written
+        without max gets, element by element, from the ranges)."""
+        if len(maxima) != len(ids) or not all(_is_int(m) and 0 <= m <= INT_LIMIT
+                                              for m in maxima):
+            self.bad(path, f"max is an integer, or a list of {len(ids)} integers in "
+                           f"0..{INT_LIMIT}, one per element", '"max": [3, 15]')
+            return
+        for nid, m in zip(ids, maxima):
+            self.b.nodes[nid].gate = Relu(gate.s, m)
 
     def gate_args(self, g: dict, kind: str, path: str, gpos: Pos):
         """A gate's fields as make_gate's (keyword, value, Pos) arguments."""
@@ -389,11 +408,13 @@ class _Reader:
         """One prev vector: the builder makes it on first use; here its init is set."""
         g, size = v["gate"], v.get("size")
         of = g.get("of")
-        if not isinstance(of, str) or v["name"] != f"{of}{PREV_SUFFIX}":
+        if not isinstance(of, str) or canonical_name(v["name"]) != prev_name(of):
             self.bad(path + ".gate.of", f"prev vector {v['name']!r} must read the vector "
-                                        "its name ends in .prev of",
-                     f'{{"name": "h.prev", "gate": {{"kind": "prev", "of": "h"}}}}')
+                                        "its name is the prev vector of",
+                     '{"name": "h.prev", "gate": {"kind": "prev", "of": "h"}} or '
+                     '{"name": "h.prev2", "gate": {"kind": "prev", "of": "h.prev"}}')
             return
+        of = canonical_name(of)
         ids = self.b.resolve_vector(of, None, None, self.at(path + ".gate.of"))
         if ids is None:
             return
@@ -402,7 +423,8 @@ class _Reader:
                                      f"{of!r} has {None if self.b.scalar[of] else len(ids)}",
                      "give it the size of the vector it reads")
             return
-        self.b.resolve_vector(v["name"], None, None, self.at(path))  # made here
+        # Made here, and read: the JSON form spells init on the whole prev vector.
+        self.b.resolve_vector(v["name"], None, None, self.at(path))
         init = g.get("init", 0)
         inits = init if isinstance(init, list) else [init] * len(ids)
         if len(inits) != len(ids) or not all(_is_int(i) for i in inits):

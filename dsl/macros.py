@@ -14,7 +14,7 @@ import re
 
 from .construct import Affine, Recipes, Refused, spread, value_range
 from .diagnostics import Pos
-from .ir import PREV_SUFFIX, Identity, Input, Prev, Product
+from .ir import INT_LIMIT, Identity, Input, Prev, Product, prev_name
 
 # name: (how it is written, what it needs)
 MACROS = {
@@ -61,14 +61,19 @@ class _Emitter:
         return nid
 
     def new_prev(self, src: int, init: int) -> int:
-        """prev of one node: a scalar's hidden prev vector (an element of a vector is copied
-        into a scalar identity first, so that no other element gets a prev node)."""
-        if not self.b.scalar[self.b.nodes[src].group]:
+        """prev of one node: a scalar's hidden prev vector, shared with the prev(x) written
+        in the file or another delay when it reads the same first value; else (and for an
+        element of a vector, so that no other element gets a prev node) of a copy of the
+        value into an identity of its own."""
+        b = self.b
+        scalar = b.scalar[b.nodes[src].group]
+        first = b.inits.get(src, (0, None))[0]
+        written = src in b.inits or prev_name(b.nodes[src].group) in b.groups
+        if not scalar or (written and first != init):
             src = self.new_neuron(Identity(), Affine.of(src), "delay in")
-        group = self.b.nodes[src].group
-        (pid,) = self.b.resolve_vector(group + PREV_SUFFIX, None, None, self.pos)
-        if self.b.inits.get(src, (0, None))[0] != init:
-            self.b.set_init(src, init, self.pos)
+        (pid,) = b.resolve_vector(prev_name(b.nodes[src].group), None, None, self.pos)
+        if b.inits.get(src, (0, None))[0] != init:
+            b.set_init(src, init, self.pos)
         lo, hi = self.ranges[src]
         self.ranges[pid] = (min(lo, init), max(hi, init))
         return pid
@@ -191,8 +196,9 @@ def expand(b) -> None:
 
     An operation whose operands depend on a previous step's value (prev nodes) needs that
     value's range, which depends on what the operations make: the lowering is tried on a
-    copy of the builder, from the first step's ranges up, until the prev ranges settle
-    (dsl/ranges.py then proves the same ranges for the netlist, and build checks that)."""
+    copy of the builder, and dsl/ranges.py proves the prev ranges of what it made, until
+    those lie within the ranges the operations were built for (_prev_fixpoint; build hands
+    them to the netlist's own range analysis as proven)."""
     resolved = {}
     for nid, kind, args, pos in b._pending_macros:
         got = resolve(b, kind, args, pos)
@@ -204,8 +210,9 @@ def expand(b) -> None:
     order = b._topological_order()
     if len(b.diag.items) > known:  # a cycle: there is no order to lower in
         return
-    assumed = _prev_fixpoint(b, resolved, order)
-    b.macro_prev_ranges = assumed if _reads_prev(b, resolved, order) else {}
+    read = _read_prevs(b, resolved, order)
+    assumed = _prev_fixpoint(b, resolved, order, read) if read and not b.diag else {}
+    b.macro_prev_ranges = assumed
     _lower_all(b, resolved, order, assumed)
 
 
@@ -218,14 +225,23 @@ def _tainted(b, order: list[int]) -> set[int]:
     return tainted
 
 
-def _in_loops(b, order: list[int]) -> set[int]:
-    """Nodes on a recurrence: they depend on a prev node within their step and a prev
-    node reads them (or what they feed) at the next step."""
-    feeds = {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)}
+def _upstream(b, order: list[int], roots: set[int]) -> set[int]:
+    """`roots` and every node they read within a step."""
+    feeds = set(roots)
     for nid in reversed(order):
         if nid in feeds:
             feeds.update(b._sources(nid))
-    return _tainted(b, order) & feeds
+    return feeds
+
+
+def _clamped(b, order: list[int]) -> set[int]:
+    """The nodes an operation's value is clamped to its own bounds at (_lower_all): on a
+    recurrence (they depend on a prev node within their step and a prev node reads them, or
+    what they feed, at the next step), and where a range is checked against a bound: what
+    feeds a fed-back input (its range must lie within the input's) or the done node (0/1)."""
+    feeds = _upstream(b, order, {n.gate.src for n in b.nodes if isinstance(n.gate, Prev)})
+    checked = {y for _, y, _ in b.feedback} | ({b.done[0]} if b.done is not None else set())
+    return (_tainted(b, order) & feeds) | _upstream(b, order, checked)
 
 
 def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
@@ -243,51 +259,152 @@ def _bound(r: Recipes, kind: str, ops: list, extra) -> tuple[int, int] | None:
     return None
 
 
-# Rounds of the trial lowerings that look for the prev ranges operations may rely on.
+# Trial lowerings that look for the prev ranges operations may rely on; after GROW_ROUNDS of
+# them a range still growing is extrapolated (doubling its growth), then narrowed again
+# (a counter to 40 read by equals(c, [16]) takes ten trials, not forty).
 PREV_ROUNDS = 32
+FIXED_ROUNDS = 256
+GROW_ROUNDS = 3
+NARROW_ROUNDS = 8
 
 
-def _prev_fixpoint(b, resolved: dict, order: list[int]) -> dict[int, tuple[int, int]]:
-    import copy
+def _init(b, p: int) -> int:
+    return b.inits.get(b.nodes[p].gate.src, (0, None))[0]
 
-    prevs = [n for n in b.nodes if isinstance(n.gate, Prev)]
-    init = {p.id: b.inits.get(p.gate.src, (0, None))[0] for p in prevs}
-    assumed = {p.id: (init[p.id], init[p.id]) for p in prevs}
-    if not _reads_prev(b, resolved, order):
-        return assumed  # no operation's constants depend on them
-    # A recurrence without a `steps` statement is open (NetBuilder.build).
-    open_ = b.open or b._steps_pos is None
-    rounds = PREV_ROUNDS if open_ else min(PREV_ROUNDS, b.steps - 1)
-    for _ in range(rounds):
-        trial = copy.deepcopy(b)
-        ranges = _lower_all(trial, resolved, order, assumed)
-        grown = {p.id: (min(init[p.id], ranges[p.gate.src][0]),
-                        max(init[p.id], ranges[p.gate.src][1])) for p in prevs}
-        if grown == assumed:
+
+def _prev_fixpoint(b, resolved: dict, order: list[int],
+                   read: list[int]) -> dict[int, tuple[int, int]]:
+    """Ranges A of the prev nodes operations read within their step (`read`) that the
+    operations can be built for. Operations built for A are exact while those prev values
+    lie in A; dsl/ranges.py, on the netlist they make with those prev values held to A,
+    proves the values they take next in P(A) (_trial). From the first step's values up, A
+    grows by P(A): after k rounds it holds at steps 0..k (so a fixed `steps T` netlist may
+    stop after T - 1), and once P(A) lies within A it holds at every step (by induction);
+    then it is narrowed while that still holds. A range that keeps growing is refused."""
+    assumed = {p: (_init(b, p), _init(b, p)) for p in read}
+    growth = _Growth()
+    # Rounds of growth a proof needs at most: the fixed steps (their ranges), or enough for
+    # a fixpoint of an open run. A leap taken back is no round.
+    need = b.steps - 1 if not b.open and b.steps - 1 <= FIXED_ROUNDS else PREV_ROUNDS
+    rounds = 0
+    while rounds < need:
+        proven = _trial(b, resolved, order, assumed)
+        if proven is None and growth.leapt:
+            assumed = growth.back()  # built for too much (a bit's leap): step back
+            continue
+        if proven is None:
+            return assumed  # the lowering itself fails: the real one says why
+        if _within(proven, assumed):
             break
-        assumed = grown
+        assumed = growth.grow(assumed, proven)
+        rounds += 1
+        if any(max(abs(lo), abs(hi)) > INT_LIMIT for lo, hi in assumed.values()):
+            _refuse_growth(b, assumed, proven, rounds)
+            return assumed
     else:
-        if open_ or rounds < b.steps - 1:
-            p = next(p for p in prevs if grown[p.id] != assumed[p.id])
-            src = b.nodes[p.gate.src]
-            b.error(src.pos, f"the range of '{src.name}' keeps growing from step to step "
-                             f"({grown[p.id][0]}..{grown[p.id][1]} after {rounds}), and an "
-                             "operation reads its previous value",
-                    "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
-                    "prev(...) can be built")
+        if not b.open and rounds >= b.steps - 1:
+            return assumed  # it holds for each of the fixed steps
+        _refuse_growth(b, assumed, proven if rounds else None, rounds)
+        return assumed
+    for _ in range(NARROW_ROUNDS):
+        if proven == assumed:
+            break
+        again = _trial(b, resolved, order, proven)
+        if again is None or not _within(again, proven):
+            break
+        assumed, proven = proven, again
     return assumed
 
 
-def _reads_prev(b, resolved: dict, order: list[int]) -> bool:
-    """Does any operation depend, within its step, on a prev node?"""
-    tainted = _tainted(b, order)
-    return any(nid in tainted for nid in resolved)
+def _trial(b, resolved: dict, order: list[int], assumed: dict):
+    """P(A): the operations lowered on a copy of the builder for `assumed`, and the ranges
+    dsl/ranges.py proves for what they make while the prev values in `assumed` stay there
+    (every other prev node, a delay's or one only a prev node reads, free): init joined
+    with each one's source range. None if lowering failed (the real lowering says why)."""
+    import copy
+
+    from .ir import Range
+    from .ranges import analyse
+
+    trial = copy.deepcopy(b)
+    _lower_all(trial, resolved, order, assumed)
+    if trial.diag:
+        return None
+    net, remap = trial.assemble()
+    analyse(net, {remap[p]: (Range(lo, hi), Range(lo, hi)) for p, (lo, hi) in assumed.items()})
+    out = {}
+    for p in assumed:
+        src = trial.nodes[p].gate.src
+        r, init = net.value_range[remap[src]], trial.inits.get(src, (0, None))[0]
+        out[p] = (min(init, r.lo), max(init, r.hi))
+    return out
+
+
+def _within(inner: dict, outer: dict) -> bool:
+    return all(outer[p][0] <= lo <= hi <= outer[p][1] for p, (lo, hi) in inner.items())
+
+
+class _Growth:
+    """A joined with P(A), round by round. An end that has moved GROW_ROUNDS rounds in a
+    row moves on by twice as much as it did, each round it keeps moving (a saturating
+    operation's bound is then reached in a few rounds, not one per step); a leap that the
+    operations cannot be built for (a 0/1 value leapt past 1) is taken back, and from then
+    on ranges only join."""
+
+    def __init__(self):
+        self.moves: dict[tuple[int, int], int] = {}   # (prev, end) -> rounds moving in a row
+        self.leapt: dict | None = None   # the plain join, when this round leapt beyond it
+        self.tame = False
+
+    def grow(self, assumed: dict, proven: dict) -> dict:
+        out, plain = {}, {}
+        for p, (lo, hi) in assumed.items():
+            plo, phi = proven[p]
+            nlo, nhi = min(lo, plo), max(hi, phi)
+            plain[p] = (nlo, nhi)
+            ends = []
+            for end, moved in ((0, nlo - lo), (1, nhi - hi)):
+                run = self.moves.get((p, end), 0) + 1 if moved else 0
+                self.moves[p, end] = run
+                far = 2 ** (run - GROW_ROUNDS + 1) if run >= GROW_ROUNDS and not self.tame \
+                    else 0
+                ends.append(abs(moved) * far)
+            out[p] = (nlo - ends[0], nhi + ends[1])
+        self.leapt = plain if out != plain else None
+        return out
+
+    def back(self) -> dict:
+        plain, self.leapt, self.tame = self.leapt, None, True
+        return plain
+
+
+def _refuse_growth(b, assumed: dict, proven, rounds: int) -> None:
+    from .util import short_name
+
+    grown = [p for p, (lo, hi) in assumed.items() if proven is not None and
+             proven[p] != (lo, hi)] or list(assumed)
+    src = b.nodes[b.nodes[grown[0]].gate.src]
+    while isinstance(src.gate, Prev):
+        src = b.nodes[src.gate.src]
+    lo, hi = assumed[grown[0]] if proven is None else proven[grown[0]]
+    b.error(src.pos, f"the range of '{short_name(src.name)}' keeps growing from step to step "
+                     f"({lo}..{hi} after {rounds} rounds), and an operation reads its "
+                     "previous value",
+            "clamp it (clamp(x, LO..HI), or a relu with max=...) so operations on "
+            "prev(...) can be built")
+
+
+def _read_prevs(b, resolved: dict, order: list[int]) -> list[int]:
+    """The prev nodes some operation depends on within its step: the ranges of these are
+    what the operations are built for."""
+    up = _upstream(b, order, set(resolved))
+    return [n.id for n in b.nodes if isinstance(n.gate, Prev) and n.id in up]
 
 
 def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
     """Lower the operations in dependency order; returns every node's estimated range."""
     ranges: dict[int, tuple[int, int]] = {}
-    loops = _in_loops(b, order) if assumed else set()
+    loops = _clamped(b, order)
     for nid in order:
         node = b.nodes[nid]
         if nid in resolved:
@@ -314,7 +431,8 @@ def _lower_all(b, resolved: dict, order: list[int], assumed: dict) -> dict:
         elif isinstance(node.gate, Input):
             ranges[nid] = (node.gate.lo, node.gate.hi)
         elif isinstance(node.gate, Prev):
-            ranges[nid] = assumed[nid]
+            # What no operation reads within the step may take any value: its first one.
+            ranges[nid] = assumed.get(nid) or (_init(b, nid), _init(b, nid))
         elif isinstance(node.gate, Product):
             corners = [x * y for x in ranges[node.gate.a] for y in ranges[node.gate.b]]
             ranges[nid] = (min(corners), max(corners))

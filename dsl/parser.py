@@ -16,7 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .diagnostics import CompileError, Diagnostic, Pos, did_you_mean
 from .builder import NetBuilder, make_gate
-from .ir import PREV_SUFFIX, Identity, Netlist
+from .ir import Identity, Netlist, prev_name
 from .macros import MACROS
 from . import conv
 
@@ -268,24 +268,26 @@ class _Elaborator:
             return (str(name), ("slice", None if lo is None else self.int(lo),
                                 None if hi is None else self.int(hi)))
         if v.data == "prev_value":  # prev(x[a:b]): the same selection of x's prev vector
-            name, sel = self.value(v.children[0])
-            return (name + PREV_SUFFIX, sel)
+            depth, inner = _unnest(v, "prev_value")
+            got = self.value(inner)
+            if not (isinstance(got, tuple) and isinstance(got[0], str)):
+                self.b.error(self.pos(v), "prev of something that is not a value",
+                             "write prev(x), prev(x[2]) or prev(x[0:2]) of a declared name")
+                return 0
+            return (prev_name(got[0], depth), got[1])
         raise AssertionError(v.data)
 
     def ref(self, r: Tree) -> tuple[str, int | None]:
         """(vector name, index or None) of `x`, `x[3]` or `prev(...)` of one: prev(h[3]) is
         element 3 of the hidden vector h.prev, which the builder makes on first use."""
-        if r.data == "prev_ref":
-            name, idx = self.ref(r.children[0])
-            return name + PREV_SUFFIX, idx
+        depth, r = _unnest(r, "prev_ref")
         name, idx = r.children
-        return str(name), None if idx is None else self.int(idx)
+        return prev_name(str(name), depth), None if idx is None else self.int(idx)
 
     # -- connections ----------------------------------------------------------------------------
-    def vref(self, t: Tree, suffix: str = "") -> list[int] | None:
-        if t.data == "vref_prev":
-            return self.vref(t.children[0], suffix + PREV_SUFFIX)
-        name = str(t.children[0]) + suffix
+    def vref(self, t: Tree) -> list[int] | None:
+        depth, t = _unnest(t, "vref_prev")
+        name = prev_name(str(t.children[0]), depth)
         if t.data == "vref_all":
             return self.b.resolve_vector(name, None, None, self.pos(t))
         if t.data == "vref_one":
@@ -568,6 +570,16 @@ class _Elaborator:
             return
         for nid in self.b.declare_pairs(f"{dname}.dot{k}", list(zip(u, v)), pos):
             self.b.add_line(nid, dst, w, pos)
+
+
+def _unnest(t: Tree, kind: str) -> tuple[int, Tree]:
+    """prev(prev(...x...)) nested K deep: (K, the tree of x), without recursion (a file
+    may nest them thousands deep)."""
+    depth = 0
+    while isinstance(t, Tree) and t.data == kind:
+        depth += 1
+        t = t.children[0]
+    return depth, t
 
 
 def _declared_lanes(stmts) -> tuple[int, int, object]:

@@ -101,3 +101,12 @@ def short_int(value: int) -> str:
 
     exponent = int((value.bit_length() - 1) * math.log10(2))
     return f"{'-' if value < 0 else ''}~10^{exponent}"
+
+
+def short_name(name: str, limit: int = 60) -> str:
+    """A node's name as a message shows it: at most about `limit` characters (a name can
+    be as long as a file allows), the start and the end kept."""
+    if len(name) <= limit:
+        return name
+    keep = (limit - 5) // 2
+    return f"{name[:keep]}...{name[-keep:]}"

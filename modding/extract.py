@@ -580,14 +580,19 @@ def _net_names(ref: dict[str, str]) -> dict[str, str]:
 
 
 def net_name(ref: str) -> str:
-    """The netlist's name for a reference of the .dnet text: prev(h[1]) is h.prev[1]."""
-    if not (ref.startswith("prev(") and ref.endswith(")")):
+    """The netlist's name for a reference of the .dnet text: prev(h[1]) is h.prev[1],
+    prev(prev(h)) is h.prev2 (dsl.ir.prev_name)."""
+    from dsl.ir import prev_name
+
+    depth = 0
+    while ref.startswith("prev(") and ref.endswith(")"):
+        ref, depth = ref[5:-1], depth + 1
+    if not depth:
         return ref
-    inner = net_name(ref[5:-1])
-    if inner.endswith("]"):
-        base, idx = inner[:-1].split("[")
-        return f"{base}.prev[{idx}]"
-    return inner + ".prev"
+    if ref.endswith("]"):
+        base, idx = ref[:-1].split("[")
+        return f"{prev_name(base, depth)}[{idx}]"
+    return prev_name(ref, depth)
 
 
 def gate_difference(text: str, ref: dict[str, str], nodes: list[XNode],
