@@ -1,5 +1,5 @@
 """`build.py import MODEL.onnx -o NET.dnet`: an ONNX model as a .dnet netlist
-(models/onnx_import.py; docs/export.md, "Importing ONNX")."""
+(interop/onnx_import.py; docs/export.md, "Importing ONNX")."""
 from __future__ import annotations
 
 
@@ -54,7 +54,7 @@ def run(args) -> int:
     from dsl.diagnostics import VoodooError
     from dsl.parser import parse
     from dsl.util import atomic_write
-    from models.onnx_import import onnx_to_dnet
+    from interop.onnx_import import onnx_to_dnet
 
     if not os.path.isfile(args.model):
         raise VoodooError(f"{args.model}: no such file\n    hint: give the path of an .onnx "

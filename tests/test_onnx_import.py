@@ -1,4 +1,4 @@
-"""ONNX import (`build.py import`, models/onnx_import.py, models/onnx_float.py).
+"""ONNX import (`build.py import`, interop/onnx_import.py, interop/onnx_float.py).
 
 The round trip: every netlist exported with `export --onnx` and imported back computes the
 same outputs, `==`, on range edges and random inputs (and so does onnxruntime on the
@@ -30,10 +30,10 @@ import torch  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from torch import nn  # noqa: E402
 
-from models import from_onnx  # noqa: E402
-from models.export_onnx import onnx_bytes  # noqa: E402
-from models.onnx_float import float_stack  # noqa: E402
-from models.onnx_import import load_model, onnx_to_dnet  # noqa: E402
+from interop import from_onnx  # noqa: E402
+from interop.export_onnx import onnx_bytes  # noqa: E402
+from interop.onnx_float import float_stack  # noqa: E402
+from interop.onnx_import import load_model, onnx_to_dnet  # noqa: E402
 from models.seq_quant import QuantStack, calibrate  # noqa: E402
 
 CIRCUITS = sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))

@@ -1,4 +1,4 @@
-"""A float ONNX graph as the float nn.Sequential it computes (for models/onnx_import.py).
+"""A float ONNX graph as the float nn.Sequential it computes (for interop/onnx_import.py).
 
 Owns the mapping of one chain of ONNX operators, input to output, onto torch layers:
 

@@ -1,6 +1,6 @@
 """The ONNX importer: an ONNX graph becomes a netlist (docs/export.md, "Importing ONNX").
 
-    from models import from_onnx
+    from interop import from_onnx
     net = from_onnx("model.onnx", input_range=(0, 3), input_step=1 / 3)
     text = onnx_to_dnet("model.onnx", ...)        # the same as .dnet text
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.diagnostics import VoodooError
-from models.onnx_float import consts_of, float_stack
+from interop.onnx_float import consts_of, float_stack
 
 ONNX_HINT = "install it with `pip install onnx==1.23.2` (see requirements.txt)"
 META_RANGES = "voodoonet.input_ranges"
@@ -181,7 +181,7 @@ def _input_ranges(m, x, input_range, where: str) -> list[tuple[int, int]]:
 def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits, clamp,
                     name, where) -> str:
     from models.seq_quant import QuantStack, calibrate
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     torch = __import__("torch")
     lo, hi = _range_pair(input_range, where)
@@ -201,7 +201,7 @@ def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight
     s = calibrate(q, x, lambda out: float((out.argmax(1) == want).mean()))
     st = q.integer_model(s, (lo, hi))
     agree = float((q.integer_outputs(x, s).argmax(1) == want).mean())
-    comment = (f"{name}: imported from ONNX by models/onnx_import.py and quantised "
+    comment = (f"{name}: imported from ONNX by interop/onnx_import.py and quantised "
                f"(models/seq_quant.py)\n{weight_bits}-bit weights, relu clamp {clamp}, "
                f"divisors {s}; inputs {lo}..{hi}, one input step = {input_step:g} in the float "
                f"model\nagrees with the float model on {100 * agree:.1f}% of "
@@ -483,7 +483,7 @@ class _IntegerGraph:
     def text(self, ranges, outs: list[int], name: str) -> str:
         vector = len(set(ranges)) == 1
         names = self.names(len(ranges), vector)
-        out = [f"# imported from an integer ONNX graph by models/onnx_import.py", f"network {name}"]
+        out = [f"# imported from an integer ONNX graph by interop/onnx_import.py", f"network {name}"]
         if vector:
             out.append(f"input x[{len(ranges)}] : {ranges[0][0]}..{ranges[0][1]}")
         else:

@@ -1,6 +1,6 @@
 """The PyTorch importer: an integer `nn.Sequential` becomes a netlist.
 
-    from models import from_torch
+    from interop import from_torch
     net = from_torch(model, input_range=(0, 3), scales=[16], clamps=[15], name="mnist")
     net = from_torch(cnn, (0, 3), scales=[8, 6], clamps=15, input_shape=(1, 12, 12))
 
