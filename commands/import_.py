@@ -21,6 +21,11 @@ def add_arguments(p) -> None:
                    help="float graphs: integer inputs (N, n_inputs) to calibrate the relu "
                         "divisors on (default: 512 seeded random inputs in the range)")
     p.add_argument("--name", help="the network's name (default: the graph's)")
+    # `--input-range -3..3` is a value, not an option: argparse's own test for a negative
+    # number knows no `..`.
+    import re
+
+    p._negative_number_matcher = re.compile(r"^-[0-9][0-9.,]*$")
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -40,26 +45,35 @@ def _calibration(path: str | None):
     import numpy as np
 
     from dsl.diagnostics import VoodooError
+    from dsl.util import not_a_file
 
+    what = not_a_file(path)  # a FIFO would block np.load forever
+    if what:
+        raise VoodooError(f"--calibrate {path}: is {what}, not a .npy file")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise VoodooError(f"--calibrate {path}: cannot read a .npy array ({e})") from None
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise VoodooError(f"--calibrate {path}: cannot read a .npy array "
+                          f"({getattr(e, 'strerror', None) or e})") from None
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise VoodooError(f"--calibrate {path}: holds an array of shape {x.shape}; give one "
+                          "row of integer inputs per sample, at least one row")
+    return x
 
 
 def run(args) -> int:
-    import os
-
     from commands.common import output_path, writing
     from dsl.diagnostics import VoodooError
     from dsl.parser import parse
     from dsl.util import atomic_write
     from interop.onnx_import import onnx_to_dnet
 
-    if not os.path.isfile(args.model):
-        raise VoodooError(f"{args.model}: no such file\n    hint: give the path of an .onnx "
-                          "model")
-    output_path(args.output, sources=(args.model,))
+    import math
+
+    output_path(args.output, sources=(args.model, args.calibrate))
+    if not (math.isfinite(args.input_step) and args.input_step > 0):
+        raise VoodooError(f"--input-step {args.input_step}: give a positive, finite number "
+                          "(the float value of one input step)")
     if not 2 <= args.weight_bits <= 16:
         raise VoodooError(f"--weight-bits {args.weight_bits}: give 2..16")
     if not 1 <= args.clamp <= 1000:
@@ -67,7 +81,8 @@ def run(args) -> int:
     text = onnx_to_dnet(args.model, _range(args.input_range), args.input_step,
                         _calibration(args.calibrate), args.weight_bits, args.clamp, args.name,
                         where=args.model)
-    net = parse(text, args.output)  # validated before anything is written
+    # Validated before anything is written; a problem names the model, not the output.
+    net = parse(text, f"{args.model} (as imported)")
     with writing(args.output, "the netlist"):
         atomic_write(args.output, text.encode())
     print(f"wrote {args.output}: network '{net.name}', {len(net.inputs)} inputs -> "

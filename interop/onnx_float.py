@@ -27,25 +27,12 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def consts_of(m) -> dict[str, np.ndarray]:
-    """The graph's constants: its initializers and Constant nodes' values, by name."""
-    from onnx import numpy_helper
-
-    out = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    for n in m.graph.node:
-        if n.op_type == "Constant":
-            for a in n.attribute:
-                if a.name == "value":
-                    out[n.output[0]] = numpy_helper.to_array(a.t)
-    return out
-
-
 class _Chain:
     """Walks the graph's nodes in order, following the one tensor from input to output."""
 
-    def __init__(self, m, where: str):
+    def __init__(self, m, where: str, consts: dict):
         self.m, self.where = m, where
-        self.consts = consts_of(m)
+        self.consts = consts
         self.layers: list = []
         self.widths: dict[int, tuple] = {}   # a Reshape's layer -> (node, width it asks for)
 
@@ -201,16 +188,20 @@ class _Chain:
     dropout = identity
 
 
-def float_stack(m, x, where: str):
+def float_stack(m, x, where: str, consts: dict | None = None):
     """(float nn.Sequential, input shape) of a float ONNX graph: (C, H, W) for an image
-    input (batch, C, H, W), else the number of features."""
+    input (batch, C, H, W), else the number of features. `consts`: the graph's validated
+    constants (interop/onnx_check.py), decoded here when not given."""
+    from interop.onnx_check import constants
+
     torch = __import__("torch")
+    consts = constants(m, where) if consts is None else consts
     dims = [d.dim_value for d in x.type.tensor_type.shape.dim]
     if len(dims) not in (2, 4) or any(d <= 0 for d in dims[1:]):
         raise VoodooError(f"{where}: the input's shape {dims} is not (batch, features) or "
                           "(batch, channels, height, width) with fixed sizes\n    hint: export "
                           "the model with a fixed input shape")
-    chain = _Chain(m, where)
+    chain = _Chain(m, where, consts)
     layers = chain.run(x.name)
     model = torch.nn.Sequential(*layers).to(torch.float64)
     shape = tuple(dims[1:]) if len(dims) == 4 else dims[1]
