@@ -1,0 +1,236 @@
+"""Accumulators a light cannot hold, computed exactly with lights that can
+(docs/import.md, "Wide accumulators").
+
+A light holds -32768..32767; an int8 layer's accumulator reaches millions. A wide layer
+`y = Stairs(acc)`, `acc = sum_i W_i v_i + b`, is built from ordinary gates:
+
+1. **digits**: each source value is split into base-16 digits `v = lo + 16 d1 + d0`
+   (two relu lanes of 15 doors per source element, shared by every consumer), so a term
+   is at most |W| * 15;
+2. **partials**: the (digit plane, input chunk) pairs are grouped so each partial sum
+   `P_g` spans at most `PART` (proven per neuron); each is split into `P_g - lo_g =
+   256 h_g + l_g` by two lanes, `h_g = relu(s=256)` and `l_g = relu(s=1, max=255)` (the
+   latter's light holds P_g - lo_g - 256 h_g, within the light because P_g's span is);
+3. **carry**: `acc = 256 V + U` exactly, with `c = floor((sum c_g l_g + C0 mod 256) /
+   256)`, `U = sum c_g l_g + C0 mod 256 - 256 c` in 0..255 and `V = sum c_g h_g + c +
+   floor(C0 / 256)` (C0 the bias plus every lo_g, c_g the plane's 1 or 16): sums of lanes,
+   so no light ever holds more than its parts;
+4. **staircase**: `G = lut(V)`, the value at 256 V; the next thresholds `x_{G+j} = 256 N_j +
+   n_j` are luts of G; `m_j = [V - N_j(G) >= 0]` and `e_j = [256 m_j + U - n_j(G) >= 256]`
+   say whether threshold G + j lies at or below 256 V + U (it lies above 256 V, so it does
+   iff N_j == V and U >= n_j); `y = G + sum_j e_j`, j up to the most thresholds in one
+   block of 256.
+
+Every gate is relu, step or lut and every light is proven within 16 bits by
+dsl/ranges.py (`build.py check`); a layer whose V (its accumulator / 256) or carries would
+still not fit is refused naming the layer and its proven range.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dsl.diagnostics import VoodooError
+
+LIGHT = 32_767
+PART = 30_000          # a partial sum's span: its low-digit light holds up to twice this
+RADIX = 256
+
+
+def acc_bounds(layer, bias, src) -> tuple[int, int]:
+    """The proven range of the layer's accumulators as the netlist forms them: the
+    source's values times the weights, plus the folded bias."""
+    W = layer.W.reshape(layer.W.shape[0], -1)
+    lo = np.minimum(W * src.lo, W * src.hi).sum(1)
+    hi = np.maximum(W * src.lo, W * src.hi).sum(1)
+    b = np.asarray(bias).reshape(len(W), -1)
+    return int((lo[:, None] + b).min()), int((hi[:, None] + b).max())
+
+
+def fits(layer, bias, src) -> bool:
+    from interop.quant_emit import LUT_WINDOW
+
+    lo, hi = acc_bounds(layer, bias, src)
+    windows = [st.steps[-1][0] - st.steps[0][0] for st in layer.stairs if st and st.steps]
+    return -LIGHT <= lo and hi <= LIGHT and max(windows, default=0) < LUT_WINDOW
+
+
+def _refuse(e, layer, bias, why: str):
+    lo, hi = acc_bounds(layer, bias, e.layers[layer.src])
+    raise VoodooError(f"{e.where}: layer {layer.name!r}: its accumulators reach {lo}..{hi}, "
+                      f"beyond a light's -32768..32767, and {why}\n    hint: fewer inputs "
+                      "per neuron, fewer bits, or a smaller input range")
+
+
+def _ints(v) -> str:
+    return ", ".join(str(int(a)) for a in np.asarray(v).reshape(-1))
+
+
+def _wire(src: str, dst: str, pairs, w: int = 1) -> str:
+    """lines from src[i] to dst[j] for each (i, j), all of weight w."""
+    body = ", ".join(f"{i} -> {j} : {w}" for i, j in pairs)
+    return f"lines {src} -> {dst} sparse {{ {body} }}"
+
+
+def digits(e, k: int) -> list[tuple[str, int, int]]:
+    """The digit planes of layer k's values: (vector, coefficient, largest digit);
+    value = layer.lo + sum coefficient * digit. Made once per source layer."""
+    cache = e.__dict__.setdefault("digit_planes", {})
+    if k in cache:
+        return cache[k]
+    layer, name = e.layers[k], e.vec(k)
+    n, span = int(np.prod(layer.shape)), layer.hi - layer.lo
+    if span <= 15:
+        e.out += [f"neuron D{k}[{n}] : relu(s=1, max={span})",
+                  f"lines {name} -> D{k} diag [{_ints(np.ones(n))}]",
+                  f"bias D{k} = {-layer.lo}"]
+        planes = [(f"D{k}", 1, span)]
+    elif span <= 255:
+        e.out += [f"neuron D{k}h[{n}] : relu(s=16, max={span // 16})",
+                  f"lines {name} -> D{k}h diag [{_ints(np.ones(n))}]",
+                  f"bias D{k}h = {-layer.lo}",
+                  f"neuron D{k}l[{n}] : relu(s=1, max=15)",
+                  f"lines {name} -> D{k}l diag [{_ints(np.ones(n))}]",
+                  f"lines D{k}h -> D{k}l diag [{_ints(np.full(n, -16))}]",
+                  f"bias D{k}l = {-layer.lo}"]
+        planes = [(f"D{k}h", 16, span // 16), (f"D{k}l", 1, 15)]
+    else:
+        raise VoodooError(f"{e.where}: layer {layer.name!r} gives values {layer.lo}..{layer.hi}"
+                          "; a wide layer reads at most 8-bit sources")
+    cache[k] = planes
+    return planes
+
+
+def _partials(W: np.ndarray, planes) -> list[tuple[int, int, int]]:
+    """(plane, first input, end) chunks, each partial spanning at most PART for every
+    neuron (contiguous inputs, greedily)."""
+    out = []
+    for p, (_, _, dmax) in enumerate(planes):
+        a = 0
+        while a < W.shape[1]:
+            b, span = a, np.zeros(W.shape[0], np.int64)
+            while b < W.shape[1] and (span + np.abs(W[:, b]) * dmax).max() <= PART:
+                span += np.abs(W[:, b]) * dmax
+                b += 1
+            if b == a:
+                raise ValueError("one term is wider than a partial")
+            out.append((p, a, b))
+            a = b
+    return out
+
+
+def wide_layer(e, k, layer, bias) -> str:
+    """The vectors of a wide dense layer (the module docstring); returns its output's."""
+    if layer.kind != "dense":
+        _refuse(e, layer, bias, "wide convolutions are not built yet")
+    src = e.layers[layer.src]
+    planes = digits(e, layer.src)
+    W = layer.W.astype(np.int64)
+    parts = _partials(W, planes)
+    n = W.shape[0]
+    C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * W.sum(1)
+    coefs = []
+    for g, (p, a, b) in enumerate(parts):
+        plane, c, dmax = planes[p]
+        Wg = W[:, a:b]
+        lo_g = np.minimum(Wg, 0).sum(1) * dmax
+        C0 = C0 + c * lo_g
+        coefs.append(c)
+        rows = ",\n".join(f"  [{_ints(r)}]" for r in Wg)
+        e.out += [f"neuron H{k}_{g}[{n}] : relu(s={RADIX})",
+                  f"lines {plane}[{a}:{b}] -> H{k}_{g} dense [\n{rows}]",
+                  f"bias H{k}_{g} = [{_ints(-lo_g)}]",
+                  f"neuron U{k}_{g}[{n}] : relu(s=1, max={RADIX - 1})",
+                  f"lines {plane}[{a}:{b}] -> U{k}_{g} dense [\n{rows}]",
+                  f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -RADIX))}]",
+                  f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
+    if sum(c * (RADIX - 1) for c in coefs) + RADIX > LIGHT:
+        _refuse(e, layer, bias, f"its {len(parts)} partial sums carry more than a light holds")
+    low, high = C0 % RADIX, C0 // RADIX
+    e.out.append(f"neuron C{k}[{n}] : relu(s={RADIX})")
+    e.out += [f"lines U{k}_{g} -> C{k} diag [{_ints(np.full(n, c))}]" for g, c in enumerate(coefs)]
+    e.out.append(f"bias C{k} = [{_ints(low)}]")
+    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high}
+    return _staircases(e, layer, bias, ctx)
+
+
+def _v_lines(dst: str, chans, ctx) -> list[str]:
+    """V = sum c_g h_g + c + floor(C0 / 256), into dst (its element j is channel chans[j])."""
+    k = ctx["k"]
+    pairs = list(enumerate(chans))
+    out = [_wire(f"H{k}_{g}", dst, [(ch, j) for j, ch in pairs], c)
+           for g, c in enumerate(ctx["coefs"])]
+    out.append(_wire(f"C{k}", dst, [(ch, j) for j, ch in pairs]))
+    return out
+
+
+def _u_lines(dst: str, chans, ctx) -> list[str]:
+    """U = sum c_g l_g + C0 mod 256 - 256 c (the bias is the caller's)."""
+    k = ctx["k"]
+    pairs = [(ch, j) for j, ch in enumerate(chans)]
+    out = [_wire(f"U{k}_{g}", dst, pairs, c) for g, c in enumerate(ctx["coefs"])]
+    out.append(_wire(f"C{k}", dst, pairs, -RADIX))
+    return out
+
+
+def _staircases(e, layer, bias, ctx) -> str:
+    """Per group of channels with one staircase: G, the next thresholds, the refinements;
+    then the output vector y = G + sum e_j in channel order."""
+    k, n = ctx["k"], ctx["n"]
+    groups: dict = {}
+    for ch, st in enumerate(layer.stairs):
+        groups.setdefault(st, []).append(ch)
+    y = f"Y{k}"
+    out_lines = []
+    for q, (st, chans) in enumerate(groups.items()):
+        if st is None:
+            _refuse(e, layer, bias, "an unquantised wide output is not read")
+        names = _group(e, layer, bias, st, chans, f"{k}_{q}", ctx)
+        pairs = [(j, ch) for j, ch in enumerate(chans)]
+        out_lines += [_wire(nm, y, pairs) for nm in names]
+    e.out.append(f"neuron {y}[{n}] : identity")
+    e.out += out_lines
+    return y
+
+
+def _group(e, layer, bias, st, chans, tag: str, ctx) -> list[str]:
+    """G, N_j, n_j, m_j, e_j for one staircase; returns the vectors y sums."""
+    xs = np.repeat([t for t, _ in st.steps], [d for _, d in st.steps]).astype(np.int64)
+    m = len(chans)
+    high = ctx["high"][chans]
+    if not xs.size:
+        e.out.append(f"neuron G{tag}[{m}] : lut(0..0, [{st.base}])")
+        return [f"G{tag}"]
+    blocks = np.floor_divide(xs - 1, RADIX)
+    J = int(np.unique(blocks, return_counts=True)[1].max())
+    # G(V) = st(256 V): a lut over the V window of the thresholds
+    v_lo, v_hi = int(np.floor_divide(xs[0] - 1, RADIX)), int(np.floor_divide(xs[-1] - 1, RADIX)) + 1
+    if v_hi - v_lo > 16_384:
+        _refuse(e, layer, bias, f"its thresholds span {v_hi - v_lo} blocks of 256")
+    vs = np.arange(v_lo, v_hi + 1)
+    e.out.append(f"neuron G{tag}[{m}] : lut({v_lo}..{v_hi}, [{_ints(st(RADIX * vs))}])")
+    e.out += _v_lines(f"G{tag}", chans, ctx)
+    e.out.append(f"bias G{tag} = [{_ints(high)}]")
+    gs = np.arange(st.base, st.top + 1)
+    names = [f"G{tag}"]
+    for j in range(1, J + 1):
+        idx = gs - st.base + j - 1                     # 0-based index of threshold G + j
+        x = xs[np.minimum(idx, len(xs) - 1)]
+        # past the last threshold: n = 256, which U (at most 255) never reaches
+        N = np.where(idx < len(xs), np.floor_divide(x, RADIX), v_lo)
+        nu = np.where(idx < len(xs), np.mod(x, RADIX), RADIX)
+        t = f"{tag}_{j}"
+        e.out += [f"neuron N{t}[{m}] : lut({st.base}..{st.top}, [{_ints(N)}])",
+                  f"lines G{tag} -> N{t} diag [{_ints(np.ones(m))}]",
+                  f"neuron n{t}[{m}] : lut({st.base}..{st.top}, [{_ints(nu)}])",
+                  f"lines G{tag} -> n{t} diag [{_ints(np.ones(m))}]",
+                  f"neuron M{t}[{m}] : step(t=0)"]
+        e.out += _v_lines(f"M{t}", chans, ctx)
+        e.out += [f"lines N{t} -> M{t} diag [{_ints(np.full(m, -1))}]",
+                  f"bias M{t} = [{_ints(high)}]",
+                  f"neuron E{t}[{m}] : step(t={RADIX})",
+                  f"lines M{t} -> E{t} diag [{_ints(np.full(m, RADIX))}]",
+                  f"lines n{t} -> E{t} diag [{_ints(np.full(m, -1))}]"]
+        e.out += _u_lines(f"E{t}", chans, ctx)
+        e.out.append(f"bias E{t} = [{_ints(ctx['low'][chans])}]")
+        names.append(f"E{t}")
+    return names
