@@ -95,6 +95,8 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
 
     if is_quantised(m):
         return quantised_dnet(m, consts, input_range, input_step, _net_name(m, name), where)
+    input_range = (0, 1) if input_range is None else input_range
+    input_step = 1.0 if input_step is None else input_step
     if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
         ranges = _input_ranges(m, x, input_range, where)  # refuses multi-step graphs first
         _refuse_unknown(m, INT_OPS, where, "integer")

@@ -27,8 +27,8 @@ def _params(r, node):
     bits = r.const(node, 3, "bit width").reshape(-1)
     mode = a.get("rounding_mode", b"ROUND")
     mode = (mode.decode() if isinstance(mode, bytes) else mode).upper()
-    if bits.size != 1 or bits[0] != int(bits[0]) or not 2 <= bits[0] <= 24:
-        fail(r.where, node, f"bit width {bits.tolist()}", "2 to 24 bits (1-bit is "
+    if bits.size != 1 or bits[0] != int(bits[0]) or not 2 <= bits[0] <= 32:
+        fail(r.where, node, f"bit width {bits.tolist()}", "2 to 32 bits (1-bit is "
              "BipolarQuant, not read)")
     if mode not in S.ROUNDING:
         fail(r.where, node, f"rounding mode {mode}")

@@ -93,6 +93,7 @@ class Reader:
                  "(1, C, H, W) with fixed sizes")
         if self.input_range is None:  # the integers the model's own quantisation reads
             self.input_range = (qlo - zero, qhi - zero)
+        if self.step is None:
             self.step = float(scale)
         lo, hi = self.input_range
         if hi - lo > 65535:
