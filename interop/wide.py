@@ -100,48 +100,78 @@ def digits(e, k: int) -> list[tuple[str, int, int]]:
     return planes
 
 
-def _partials(W: np.ndarray, planes) -> list[tuple[int, int, int]]:
+def _partials(W: np.ndarray, planes, per_in: int) -> list[tuple[int, int, int]]:
     """(plane, first input, end) chunks, each partial spanning at most PART for every
-    neuron (contiguous inputs, greedily)."""
+    output (contiguous inputs, greedily; a convolution's inputs are its channels, each
+    `per_in` weights wide)."""
+    Wc = np.abs(W.reshape(W.shape[0], -1, per_in)).sum(2)
     out = []
     for p, (_, _, dmax) in enumerate(planes):
         a = 0
-        while a < W.shape[1]:
+        while a < Wc.shape[1]:
             b, span = a, np.zeros(W.shape[0], np.int64)
-            while b < W.shape[1] and (span + np.abs(W[:, b]) * dmax).max() <= PART:
-                span += np.abs(W[:, b]) * dmax
+            while b < Wc.shape[1] and (span + Wc[:, b] * dmax).max() <= PART:
+                span += Wc[:, b] * dmax
                 b += 1
             if b == a:
-                raise ValueError("one term is wider than a partial")
+                raise VoodooError("one term is wider than a partial sum")
             out.append((p, a, b))
             a = b
     return out
 
 
+def _present(layer, W: np.ndarray) -> np.ndarray:
+    """Per output element, the sum of the weights of the terms present (a convolution's
+    border has fewer)."""
+    if layer.kind == "dense":
+        return W.sum(1)
+    import torch
+
+    c = layer.conv
+    ones = torch.ones((1, *c["in"]), dtype=torch.float64)
+    got = torch.nn.functional.conv2d(ones, torch.as_tensor(W, dtype=torch.float64),
+                                     stride=c["stride"], padding=c["pad"])[0]
+    return got.numpy().round().astype(np.int64).reshape(-1)
+
+
+def _partial_lines(k, g, layer, plane, a, b, n) -> list[str]:
+    """Lines from a chunk of a digit plane into a partial's vector."""
+    W = layer.W[:, a:b]
+    rows = ",\n".join(f"  [{_ints(r)}]" for r in W.reshape(W.shape[0], -1))
+    if layer.kind == "dense":
+        return [f"lines {plane}[{a}:{b}] -> {{dst}} dense [\n{rows}]"]
+    c = layer.conv
+    hw = c["in"][1] * c["in"][2]
+    return [f"lines {plane}[{a * hw}:{b * hw}] -> {{dst}} conv(in=[{b - a}, {c['in'][1]}, "
+            f"{c['in'][2]}], out={c['out']}, kernel=[{_ints(c['kernel'])}], "
+            f"stride=[{_ints(c['stride'])}], pad=[{_ints(c['pad'])}]) [\n{rows}]"]
+
+
 def wide_layer(e, k, layer, bias) -> str:
-    """The vectors of a wide dense layer (the module docstring); returns its output's."""
-    if layer.kind != "dense":
-        _refuse(e, layer, bias, "wide convolutions are not built yet")
+    """The vectors of a wide dense or convolution layer (the module docstring); returns
+    the name of its output vector."""
     src = e.layers[layer.src]
     planes = digits(e, layer.src)
     W = layer.W.astype(np.int64)
-    parts = _partials(W, planes)
-    n = W.shape[0]
-    C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * W.sum(1)
+    per_in = int(np.prod(W.shape[2:])) if layer.kind == "conv" else 1
+    per = int(np.prod(layer.shape[1:])) if layer.kind == "conv" else 1
+    n = W.shape[0] * per
+    parts = _partials(W, planes, per_in)
+    C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * _present(layer, W)
     coefs = []
     for g, (p, a, b) in enumerate(parts):
         plane, c, dmax = planes[p]
-        Wg = W[:, a:b]
-        lo_g = np.minimum(Wg, 0).sum(1) * dmax
+        Wg = W[:, a:b].reshape(W.shape[0], -1)
+        lo_g = np.repeat(np.minimum(Wg, 0).sum(1) * dmax, per)
         C0 = C0 + c * lo_g
         coefs.append(c)
-        rows = ",\n".join(f"  [{_ints(r)}]" for r in Wg)
-        e.out += [f"neuron H{k}_{g}[{n}] : relu(s={RADIX})",
-                  f"lines {plane}[{a}:{b}] -> H{k}_{g} dense [\n{rows}]",
-                  f"bias H{k}_{g} = [{_ints(-lo_g)}]",
-                  f"neuron U{k}_{g}[{n}] : relu(s=1, max={RADIX - 1})",
-                  f"lines {plane}[{a}:{b}] -> U{k}_{g} dense [\n{rows}]",
-                  f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -RADIX))}]",
+        lines = _partial_lines(k, g, layer, plane, a, b, n)
+        e.out += [f"neuron H{k}_{g}[{n}] : relu(s={RADIX})"]
+        e.out += [t.replace("{dst}", f"H{k}_{g}") for t in lines]
+        e.out += [f"bias H{k}_{g} = [{_ints(-lo_g)}]",
+                  f"neuron U{k}_{g}[{n}] : relu(s=1, max={RADIX - 1})"]
+        e.out += [t.replace("{dst}", f"U{k}_{g}") for t in lines]
+        e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -RADIX))}]",
                   f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
     if sum(c * (RADIX - 1) for c in coefs) + RADIX > LIGHT:
         _refuse(e, layer, bias, f"its {len(parts)} partial sums carry more than a light holds")
@@ -149,7 +179,7 @@ def wide_layer(e, k, layer, bias) -> str:
     e.out.append(f"neuron C{k}[{n}] : relu(s={RADIX})")
     e.out += [f"lines U{k}_{g} -> C{k} diag [{_ints(np.full(n, c))}]" for g, c in enumerate(coefs)]
     e.out.append(f"bias C{k} = [{_ints(low)}]")
-    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high}
+    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per}
     return _staircases(e, layer, bias, ctx)
 
 
@@ -177,8 +207,9 @@ def _staircases(e, layer, bias, ctx) -> str:
     then the output vector y = G + sum e_j in channel order."""
     k, n = ctx["k"], ctx["n"]
     groups: dict = {}
-    for ch, st in enumerate(layer.stairs):
-        groups.setdefault(st, []).append(ch)
+    per = ctx["per"]
+    for ch, st in enumerate(layer.stairs):  # a group's elements, in channel order
+        groups.setdefault(st, []).extend(range(ch * per, (ch + 1) * per))
     y = f"Y{k}"
     out_lines = []
     for q, (st, chans) in enumerate(groups.items()):
