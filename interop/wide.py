@@ -32,7 +32,10 @@ import numpy as np
 from dsl.diagnostics import VoodooError
 
 LIGHT = 32_767
-PART = 30_000          # a partial sum's span: its low-digit light holds up to twice this
+# A partial sum's span. Its lanes' floors rise with their thresholds (a lane is about
+# 4.7 map units long per accumulator step it spans, mapgen/layout.py), so a partial of
+# 4,000 keeps its lane under 19,000 units of the map's 65,536.
+PART = 4_000
 RADIX = 256
 
 
@@ -100,18 +103,18 @@ def digits(e, k: int) -> list[tuple[str, int, int]]:
     return planes
 
 
-def _partials(W: np.ndarray, planes, per_in: int) -> list[tuple[int, int, int]]:
-    """(plane, first input, end) chunks, each partial spanning at most PART for every
-    output (contiguous inputs, greedily; a convolution's inputs are its channels, each
-    `per_in` weights wide)."""
-    Wc = np.abs(W.reshape(W.shape[0], -1, per_in)).sum(2)
+def _partials(W: np.ndarray, planes) -> list[tuple[int, int, int]]:
+    """(plane, first weight, end) chunks of each row's weights in order (a convolution's
+    flattened (channel, ky, kx)), each partial spanning at most PART for every output,
+    greedily."""
+    Wa = np.abs(W.reshape(W.shape[0], -1))
     out = []
     for p, (_, _, dmax) in enumerate(planes):
         a = 0
-        while a < Wc.shape[1]:
+        while a < Wa.shape[1]:
             b, span = a, np.zeros(W.shape[0], np.int64)
-            while b < Wc.shape[1] and (span + Wc[:, b] * dmax).max() <= PART:
-                span += Wc[:, b] * dmax
+            while b < Wa.shape[1] and (span + Wa[:, b] * dmax).max() <= PART:
+                span += Wa[:, b] * dmax
                 b += 1
             if b == a:
                 raise VoodooError("one term is wider than a partial sum")
@@ -134,17 +137,24 @@ def _present(layer, W: np.ndarray) -> np.ndarray:
     return got.numpy().round().astype(np.int64).reshape(-1)
 
 
-def _partial_lines(k, g, layer, plane, a, b, n) -> list[str]:
-    """Lines from a chunk of a digit plane into a partial's vector."""
-    W = layer.W[:, a:b]
-    rows = ",\n".join(f"  [{_ints(r)}]" for r in W.reshape(W.shape[0], -1))
+def _partial_lines(layer, plane, a, b) -> tuple[list[str], np.ndarray]:
+    """Lines from a chunk of a digit plane (weights a..b of each row) into a partial's
+    vector ({dst}), and the chunk's weights per output (the rest zero: no line)."""
+    flat = layer.W.reshape(layer.W.shape[0], -1)
     if layer.kind == "dense":
-        return [f"lines {plane}[{a}:{b}] -> {{dst}} dense [\n{rows}]"]
+        Wg = flat[:, a:b]
+        rows = ",\n".join(f"  [{_ints(r)}]" for r in Wg)
+        return [f"lines {plane}[{a}:{b}] -> {{dst}} dense [\n{rows}]"], Wg
     c = layer.conv
-    hw = c["in"][1] * c["in"][2]
-    return [f"lines {plane}[{a * hw}:{b * hw}] -> {{dst}} conv(in=[{b - a}, {c['in'][1]}, "
-            f"{c['in'][2]}], out={c['out']}, kernel=[{_ints(c['kernel'])}], "
-            f"stride=[{_ints(c['stride'])}], pad=[{_ints(c['pad'])}]) [\n{rows}]"]
+    per_in, hw = int(np.prod(c["kernel"])), c["in"][1] * c["in"][2]
+    c0, c1 = a // per_in, (b - 1) // per_in + 1
+    Wg = np.zeros_like(flat)
+    Wg[:, a:b] = flat[:, a:b]
+    Wg = Wg[:, c0 * per_in:c1 * per_in]
+    rows = ",\n".join(f"  [{_ints(r)}]" for r in Wg)
+    return [f"lines {plane}[{c0 * hw}:{c1 * hw}] -> {{dst}} conv(in=[{c1 - c0}, "
+            f"{c['in'][1]}, {c['in'][2]}], out={c['out']}, kernel=[{_ints(c['kernel'])}], "
+            f"stride=[{_ints(c['stride'])}], pad=[{_ints(c['pad'])}]) [\n{rows}]"], Wg
 
 
 def wide_layer(e, k, layer, bias) -> str:
@@ -153,30 +163,32 @@ def wide_layer(e, k, layer, bias) -> str:
     src = e.layers[layer.src]
     planes = digits(e, layer.src)
     W = layer.W.astype(np.int64)
-    per_in = int(np.prod(W.shape[2:])) if layer.kind == "conv" else 1
     per = int(np.prod(layer.shape[1:])) if layer.kind == "conv" else 1
     n = W.shape[0] * per
-    parts = _partials(W, planes, per_in)
+    parts = _partials(W, planes)
     C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * _present(layer, W)
     coefs = []
     for g, (p, a, b) in enumerate(parts):
         plane, c, dmax = planes[p]
-        Wg = W[:, a:b].reshape(W.shape[0], -1)
+        lines, Wg = _partial_lines(layer, plane, a, b)
         lo_g = np.repeat(np.minimum(Wg, 0).sum(1) * dmax, per)
+        top = int(np.abs(Wg).sum(1).max()) * dmax
         C0 = C0 + c * lo_g
         coefs.append(c)
-        lines = _partial_lines(k, g, layer, plane, a, b, n)
-        e.out += [f"neuron H{k}_{g}[{n}] : relu(s={RADIX})"]
+        R = RADIX // c  # c * (R h + l) = 256 h + c l, with c l at most 256 - c
+        # every relu has its max written (issue 37 item 16: a vector's elements' own
+        # maxima are not all kept by export --json); floor(P / R) never passes top // R
+        e.out += [f"neuron H{k}_{g}[{n}] : relu(s={R}, max={top // R})"]
         e.out += [t.replace("{dst}", f"H{k}_{g}") for t in lines]
         e.out += [f"bias H{k}_{g} = [{_ints(-lo_g)}]",
-                  f"neuron U{k}_{g}[{n}] : relu(s=1, max={RADIX - 1})"]
+                  f"neuron U{k}_{g}[{n}] : relu(s=1, max={R - 1})"]
         e.out += [t.replace("{dst}", f"U{k}_{g}") for t in lines]
-        e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -RADIX))}]",
+        e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -R))}]",
                   f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
-    if sum(c * (RADIX - 1) for c in coefs) + RADIX > LIGHT:
+    if len(coefs) * RADIX + RADIX > LIGHT:
         _refuse(e, layer, bias, f"its {len(parts)} partial sums carry more than a light holds")
     low, high = C0 % RADIX, C0 // RADIX
-    e.out.append(f"neuron C{k}[{n}] : relu(s={RADIX})")
+    e.out.append(f"neuron C{k}[{n}] : relu(s={RADIX}, max={len(coefs) + 1})")
     e.out += [f"lines U{k}_{g} -> C{k} diag [{_ints(np.full(n, c))}]" for g, c in enumerate(coefs)]
     e.out.append(f"bias C{k} = [{_ints(low)}]")
     ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per}
@@ -184,11 +196,11 @@ def wide_layer(e, k, layer, bias) -> str:
 
 
 def _v_lines(dst: str, chans, ctx) -> list[str]:
-    """V = sum c_g h_g + c + floor(C0 / 256), into dst (its element j is channel chans[j])."""
+    """V = sum h_g + c + floor(C0 / 256), into dst (its element j is channel chans[j])."""
     k = ctx["k"]
     pairs = list(enumerate(chans))
-    out = [_wire(f"H{k}_{g}", dst, [(ch, j) for j, ch in pairs], c)
-           for g, c in enumerate(ctx["coefs"])]
+    out = [_wire(f"H{k}_{g}", dst, [(ch, j) for j, ch in pairs])
+           for g in range(len(ctx["coefs"]))]
     out.append(_wire(f"C{k}", dst, [(ch, j) for j, ch in pairs]))
     return out
 
