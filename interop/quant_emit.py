@@ -21,7 +21,7 @@ from dsl.diagnostics import VoodooError
 from dsl.ir import WEIGHT_LIMIT
 from interop.staircase import Stairs
 
-LUT_WINDOW = 16_384        # entries of one requantisation table
+LUT_WINDOW = 2_000         # a requantisation lut's threshold span (its lane rises with it)
 LIGHT = 32_767
 
 

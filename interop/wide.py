@@ -35,7 +35,7 @@ LIGHT = 32_767
 # A partial sum's span. Its lanes' floors rise with their thresholds (a lane is about
 # 4.7 map units long per accumulator step it spans, mapgen/layout.py), so a partial of
 # 4,000 keeps its lane under 19,000 units of the map's 65,536.
-PART = 4_000
+PART = 2_000
 RADIX = 256
 
 
@@ -185,33 +185,62 @@ def wide_layer(e, k, layer, bias) -> str:
         e.out += [t.replace("{dst}", f"U{k}_{g}") for t in lines]
         e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -R))}]",
                   f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
-    if len(coefs) * RADIX + RADIX > LIGHT:
-        _refuse(e, layer, bias, f"its {len(parts)} partial sums carry more than a light holds")
     low, high = C0 % RADIX, C0 // RADIX
-    e.out.append(f"neuron C{k}[{n}] : relu(s={RADIX}, max={len(coefs) + 1})")
-    e.out += [f"lines U{k}_{g} -> C{k} diag [{_ints(np.full(n, c))}]" for g, c in enumerate(coefs)]
-    e.out.append(f"bias C{k} = [{_ints(low)}]")
-    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per}
+    carries, u = _carries(e, k, n, [{f"U{k}_{g}": c} for g, c in enumerate(coefs)], low)
+    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per,
+           "carries": carries, "u": u}
     return _staircases(e, layer, bias, ctx)
 
 
+BATCH = 7   # terms of at most 255 per carry: its lane's doors span at most 2,048
+
+
+def _carries(e, k: int, n: int, terms: list[dict], low) -> tuple[list[str], dict]:
+    """Carries in a tree: each carry takes up to BATCH terms in 0..255 (linear in lanes),
+    and leaves the term `sum - 256 carry` in 0..255 for the next level, until one term is
+    left: U. Returns the carries (each adds 1 to V) and U as {vector: weight} (its
+    constant, C0 mod 256, is in the first carry's bias and added by the callers)."""
+    carries, level = [], 0
+    consts = [low] + [None] * (len(terms) - 1)   # the constant rides with the first term
+    while True:
+        new, new_consts = [], []
+        for b in range(0, len(terms), BATCH):
+            batch, const = terms[b:b + BATCH], consts[b]
+            name = f"C{k}_{level}_{b // BATCH}"
+            total: dict = {}
+            for t in batch:
+                for v, w in t.items():
+                    total[v] = total.get(v, 0) + w
+            top = (len(batch) + int(const is not None)) * (RADIX - 1) // RADIX
+            e.out.append(f"neuron {name}[{n}] : relu(s={RADIX}, max={top})")
+            e.out += [f"lines {v} -> {name} diag [{_ints(np.full(n, w))}]"
+                      for v, w in total.items()]
+            if const is not None:
+                e.out.append(f"bias {name} = [{_ints(const)}]")
+            total[name] = total.get(name, 0) - RADIX
+            new.append(total)
+            new_consts.append(const)
+            carries.append(name)
+        if len(new) == 1:
+            return carries, new[0]
+        terms, consts, level = new, new_consts, level + 1
+
+
 def _v_lines(dst: str, chans, ctx) -> list[str]:
-    """V = sum h_g + c + floor(C0 / 256), into dst (its element j is channel chans[j])."""
+    """V = sum h_g + every carry + floor(C0 / 256), into dst (its element j is element
+    chans[j] of the layer); the constant is the caller's bias."""
     k = ctx["k"]
-    pairs = list(enumerate(chans))
-    out = [_wire(f"H{k}_{g}", dst, [(ch, j) for j, ch in pairs])
-           for g in range(len(ctx["coefs"]))]
-    out.append(_wire(f"C{k}", dst, [(ch, j) for j, ch in pairs]))
+    pairs = [(ch, j) for j, ch in enumerate(chans)]
+    out = [_wire(f"H{k}_{g}", dst, pairs) for g in range(len(ctx["coefs"]))]
+    out += [_wire(c, dst, pairs) for c in ctx["carries"]]
     return out
 
 
 def _u_lines(dst: str, chans, ctx) -> list[str]:
-    """U = sum c_g l_g + C0 mod 256 - 256 c (the bias is the caller's)."""
-    k = ctx["k"]
+    """U = sum c_g l_g + C0 mod 256 - 256 * carries, in 0..255 (the constant is the
+    caller's bias)."""
     pairs = [(ch, j) for j, ch in enumerate(chans)]
-    out = [_wire(f"U{k}_{g}", dst, pairs, c) for g, c in enumerate(ctx["coefs"])]
-    out.append(_wire(f"C{k}", dst, pairs, -RADIX))
-    return out
+    return [_wire(v, dst, pairs, w) for v, w in ctx["u"].items()]
 
 
 def _staircases(e, layer, bias, ctx) -> str:
