@@ -41,7 +41,8 @@ EXPECT = {
     "embed": r"^embedded: \d+ input\(s\) and \d+ output\(s\) wired$",
     # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
     "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
-    "import": r"^wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons$",
+    "import": r"^(wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons|"
+              r"(\d+)/\2 EXACT against (onnxruntime|qonnx))$",
     "chat": r"^tokens (\d+)/\1 EXACT\b",
     "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
                   r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
