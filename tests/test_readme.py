@@ -103,6 +103,7 @@ def test_readme_command(cmd, tmp_path):
     sub = subs[-1] if subs else "--help"
     assert sub in EXPECT, f"README command `{cmd}`: add its documented last line to EXPECT"
     os.symlink(os.path.join(ROOT, "circuits"), tmp_path / "circuits")
+    os.symlink(os.path.join(ROOT, "tests"), tmp_path / "tests")  # checked-in models
     os.mkdir(tmp_path / "wads")
     (tmp_path / "script.acs").write_text('#include "zcommon.acs"\nscript 1 OPEN { Print(s:"hi"); }\n')
     env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path / "wads")}
