@@ -280,3 +280,39 @@ def check_ranges_meta(text: str, n_inputs: int | None, key: str, where: str):
                           f"the graph's input has {n_inputs} values\n    hint: one [lo, hi] "
                           "per input, in order")
     return [tuple(r) for r in ranges]
+
+
+def fold_constants(m, consts: dict, where: str) -> set[str]:
+    """Evaluate the nodes whose inputs are all constants (torch writes a ZeroPad2d's pads
+    as such a subgraph: ConstantOfShape, Concat, Slice, ...) with onnx's reference
+    evaluator, adding their outputs to `consts`; returns the folded nodes' first outputs."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    folded = set()
+    opset = [o for o in m.opset_import if o.domain in ("", "ai.onnx")]
+    for n in m.graph.node:
+        if n.op_type == "Constant" or not n.input or not all(
+                i in consts for i in n.input if i) or n.domain not in ("", "ai.onnx"):
+            continue
+        if all(o in consts for o in n.output if o):  # folded before
+            folded.add(n.output[0])
+            continue
+        g = helper.make_graph([n], "fold", [], [helper.make_empty_tensor_value_info(o)
+                                                for o in n.output if o],
+                              [_tensor(consts[i], i) for i in n.input if i])
+        try:
+            outs = ReferenceEvaluator(helper.make_model(g, opset_imports=opset)).run(None, {})
+        except Exception as e:
+            raise VoodooError(f"{where}: node {_node_name(n)!r} ({n.op_type}) on constants "
+                              f"cannot be evaluated: {str(e).splitlines()[0][:120]}") from None
+        for o, v in zip([o for o in n.output if o], outs):
+            consts[o] = np.asarray(v)
+        folded.add(n.output[0])
+    return folded
+
+
+def _tensor(a, name):
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(a), name)

@@ -39,7 +39,10 @@ from interop.onnx_float import float_stack
 
 META_RANGES = "voodoonet.input_ranges"
 FLOAT_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "AveragePool", "MaxPool", "Flatten",
-             "Reshape", "Identity", "Dropout", "Constant")
+             "Reshape", "Identity", "Dropout", "Constant", "BatchNormalization",
+             "GlobalAveragePool", "Pad", "Softmax")
+NOT_YET = ("Sigmoid", "Tanh", "LeakyRelu", "Gelu", "Clip", "HardSigmoid", "HardSwish",
+           "Elu", "Selu", "Erf")
 INT_OPS = ("MatMul", "Add", "Sub", "Mul", "Mod", "Div", "Max", "Min", "GreaterOrEqual",
            "Cast", "Gather", "Concat", "Identity", "Constant")
 
@@ -60,18 +63,23 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _refuse_unknown(m, allowed, where: str, kind: str) -> None:
+def _refuse_unknown(m, allowed, where: str, kind: str, folded=frozenset()) -> None:
     bad: dict[str, list[str]] = {}
     for n in m.graph.node:
-        if n.op_type not in allowed:
+        if n.op_type not in allowed and n.output[0] not in folded:
             bad.setdefault(n.op_type, []).append(n.name or n.output[0])
     if bad:
         listed = ", ".join(f"{op} (node {names[0]!r}{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
                            for op, names in sorted(bad.items()))
+        why = ""
+        if kind == "float" and set(bad) & set(NOT_YET):
+            why = ("\n    (" + ", ".join(sorted(set(bad) & set(NOT_YET))) + ": an activation "
+                   "other than ReLU is not read yet: it would be a lookup on the quantised "
+                   "values, docs/import.md)")
         raise VoodooError(f"{where}: unsupported ONNX operator{'s' if len(bad) > 1 else ''} "
                           f"in this {kind} graph: {listed}\n    hint: {'an' if kind[0] in 'aeiou' else 'a'} "
                           f"{kind} graph may use "
-                          f"{', '.join(allowed)}")
+                          f"{', '.join(allowed)}{why}")
 
 
 def _net_name(m, name: str | None) -> str:
@@ -105,7 +113,9 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
         raise VoodooError(f"{where}: the input is of type {type_name(elem)}\n    hint: the "
                           "importer reads float32/float64 graphs (quantised here or, with "
                           "QuantizeLinear or Quant nodes, exactly) and int64 graphs (exact)")
-    _refuse_unknown(m, FLOAT_OPS, where, "float")
+    from interop.onnx_check import fold_constants
+
+    _refuse_unknown(m, FLOAT_OPS, where, "float", fold_constants(m, consts, where))
     _check_step(input_step, where)
     model_f, shape = float_stack(m, x, where, consts)
     return _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits,
