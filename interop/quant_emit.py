@@ -22,7 +22,6 @@ from dsl.ir import WEIGHT_LIMIT
 from interop.staircase import Stairs
 
 LUT_WINDOW = 2_000         # a requantisation lut's threshold span (its lane rises with it)
-LIGHT = 32_767
 
 
 def _ints(v) -> str:

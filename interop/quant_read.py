@@ -165,6 +165,8 @@ class Reader:
         return requant(self, node, acc, f_of_M, sy, zy, qlo, qhi, how)
 
     def __getattr__(self, name):
+        """The other operators' handlers live in interop/quant_layers.py as functions of
+        the reader (op_Gemm(reader, node), ...): this module keeps the walk and the state."""
         if name.startswith("op_"):
             import interop.quant_layers as L
 

@@ -7,14 +7,17 @@ A light holds -32768..32767; an int8 layer's accumulator reaches millions. A wid
 1. **digits**: each source value is split into base-16 digits `v = lo + 16 d1 + d0`
    (two relu lanes of 15 doors per source element, shared by every consumer), so a term
    is at most |W| * 15;
-2. **partials**: the (digit plane, input chunk) pairs are grouped so each partial sum
-   `P_g` spans at most `PART` (proven per neuron); each is split into `P_g - lo_g =
-   256 h_g + l_g` by two lanes, `h_g = relu(s=256)` and `l_g = relu(s=1, max=255)` (the
-   latter's light holds P_g - lo_g - 256 h_g, within the light because P_g's span is);
-3. **carry**: `acc = 256 V + U` exactly, with `c = floor((sum c_g l_g + C0 mod 256) /
-   256)`, `U = sum c_g l_g + C0 mod 256 - 256 c` in 0..255 and `V = sum c_g h_g + c +
-   floor(C0 / 256)` (C0 the bias plus every lo_g, c_g the plane's 1 or 16): sums of lanes,
-   so no light ever holds more than its parts;
+2. **partials**: each digit plane's weights are cut into chunks so every partial sum
+   `P_g` spans at most `PART` (proven per neuron; a lane's floor rises with its
+   thresholds, so short spans keep lanes short); each is split into `P_g - lo_g =
+   R h_g + l_g` by two lanes, `h_g = relu(s=R)` and `l_g = relu(s=1, max=R-1)`, with
+   R = 256 / c_g for the plane's coefficient c_g (1 or 16), so `c_g P_g` is `256 h_g +
+   c_g l_g` and every partial carries at most 255 (l_g's light holds P_g - lo_g - R h_g,
+   within a light because P_g's span is);
+3. **carries**, in a tree of at most `BATCH` terms each: `acc = 256 V + U` exactly, U in
+   0..255 (the low terms `c_g l_g` and C0 mod 256, less 256 per carry) and `V = sum h_g +
+   every carry + floor(C0 / 256)` (C0 the bias plus every c_g lo_g): sums of lanes, so no
+   light ever holds more than its parts;
 4. **staircase**: `G = lut(V)`, the value at 256 V; the next thresholds `x_{G+j} = 256 N_j +
    n_j` are luts of G; `m_j = [V - N_j(G) >= 0]` and `e_j = [256 m_j + U - n_j(G) >= 256]`
    say whether threshold G + j lies at or below 256 V + U (it lies above 256 V, so it does
@@ -167,7 +170,7 @@ def wide_layer(e, k, layer, bias) -> str:
     n = W.shape[0] * per
     parts = _partials(W, planes)
     C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * _present(layer, W)
-    coefs = []
+    coefs, tops = [], []
     for g, (p, a, b) in enumerate(parts):
         plane, c, dmax = planes[p]
         lines, Wg = _partial_lines(layer, plane, a, b)
@@ -176,6 +179,7 @@ def wide_layer(e, k, layer, bias) -> str:
         C0 = C0 + c * lo_g
         coefs.append(c)
         R = RADIX // c  # c * (R h + l) = 256 h + c l, with c l at most 256 - c
+        tops.append(top // R)
         # every relu has its max written (issue 37 item 16: a vector's elements' own
         # maxima are not all kept by export --json); floor(P / R) never passes top // R
         e.out += [f"neuron H{k}_{g}[{n}] : relu(s={R}, max={top // R})"]
@@ -186,10 +190,20 @@ def wide_layer(e, k, layer, bias) -> str:
         e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -R))}]",
                   f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
     low, high = C0 % RADIX, C0 // RADIX
+    _check_v(e, layer, bias, high, [int(t) for t in tops], len(coefs))
     carries, u = _carries(e, k, n, [{f"U{k}_{g}": c} for g, c in enumerate(coefs)], low)
     ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per,
            "carries": carries, "u": u}
     return _staircases(e, layer, bias, ctx)
+
+
+def _check_v(e, layer, bias, high, h_tops: list[int], n_parts: int) -> None:
+    """V (the accumulator / 256) and V minus a threshold's block (the m_j lights) must
+    fit a light: refused otherwise, naming the layer and its proven range."""
+    v_lo = int(high.min())
+    v_hi = int(high.max()) + sum(h_tops) + n_parts + 1
+    if v_lo - (v_hi + 1) < -LIGHT - 1 or v_hi - v_lo > LIGHT:
+        _refuse(e, layer, bias, f"even its accumulator / 256 spans {v_lo}..{v_hi}")
 
 
 BATCH = 7   # terms of at most 255 per carry: its lane's doors span at most 2,048

@@ -298,3 +298,24 @@ def test_the_command_checks_and_says_so(tmp_path):
                         "20"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "20/20 EXACT against qonnx"
+
+
+def test_a_layer_too_wide_even_for_wide_accumulators_is_refused_naming_it():
+    """2,000 uint8 inputs by 7-bit weights: accumulators past +-16 million, whose / 256
+    no light holds."""
+    n = 2000
+    W = np.full((1, n), 60, np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("QGemm", ["q", "s", "z", "W", "sw", "zw", "", "sy", "z"],
+                              ["y8"], domain="com.microsoft", transB=1, name="big"),
+             helper.make_node("DequantizeLinear", ["y8", "sy", "z"], ["y"])]
+    inits = [nh.from_array(np.float32(1 / 255), "s"), nh.from_array(np.uint8(0), "z"),
+             nh.from_array(W, "W"), nh.from_array(np.float32(0.01), "sw"),
+             nh.from_array(np.int8(0), "zw"), nh.from_array(np.float32(300.0), "sy")]
+    m = helper.make_model(helper.make_graph(
+        nodes, "wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], inits),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(VoodooError) as e:
+        onnx_to_dnet(m, where="wide.onnx")
+    assert "layer 'big': its accumulators reach 0..30600000" in str(e.value)
