@@ -67,6 +67,16 @@ class Emitter:
                         f"{self.vec(layer.src)}, in=[{_ints(c['in'])}], kernel=[{_ints(c['kernel'])}]"
                         f", stride=[{_ints(c['stride'])}], pad=[{_ints(c['pad'])}])")
 
+    def emit_avgpool(self, k, layer):
+        """A Trunc of an average pool: a table over each window's integer sum."""
+        c, src = layer.conv, self.layers[layer.src]
+        kk = int(np.prod(c["kernel"]))
+        name = self.names[k] = f"a{k}"
+        self.out += [f"neuron {name}[{int(np.prod(layer.shape))}] : lut({kk * src.lo}.."
+                     f"{kk * src.hi}, [{_ints(layer.bias)}])",
+                     f"lines {self.vec(layer.src)} -> {name} avgpool(in=[{_ints(c['in'])}], "
+                     f"kernel=[{_ints(c['kernel'])}], stride=[{_ints(c['stride'])}])"]
+
     def emit_dense(self, k, layer):
         self._weighted(k, layer)
 

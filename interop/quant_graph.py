@@ -14,7 +14,8 @@ an integer the runtime itself computes:
   and Quant -> Gemm / MatMul / Conv -> (Relu) -> Quant (QONNX): an integer matrix product
   or convolution `acc = sum (w - zw)(q - zq) + bias` and the requantisation staircase of
   interop/staircase.py;
-- MaxPool on integers, Flatten and Reshape to (batch, -1), Identity, Dropout.
+- MaxPool on integers; QONNX's AveragePool + Trunc (a table over window sums);
+  Flatten and Reshape to (batch, -1), Identity, Dropout.
 
 Refused, each with its reason: float arithmetic whose result depends on rounding order
 (dynamic quantisation, a float bias, QONNX scales that are not powers of two, a Relu that

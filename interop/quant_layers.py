@@ -327,11 +327,28 @@ def op_MaxPool(r, node):
     k = list(a["kernel_shape"])
     conv = {"in": list(qt.shape), "kernel": k, "stride": list(a.get("strides", k)),
             "pad": [int(p[0]), int(p[1])], "out": qt.shape[0]}
-    shape = _out_shape(Acc(qt, "conv", np.zeros((qt.shape[0], 1, *k)), np.zeros(1),
-                           np.ones(1), conv))
+    shape = pool_shape(qt, conv)
     j = r.add(Layer("maxpool", qt.layer, shape, conv=conv, lo=qt.lo, hi=qt.hi))
     out = replace(qt, layer=j, shape=shape, tensor="")
     return ("deq", out, *v[2:]) if isinstance(v, tuple) else out
+
+
+def pool_shape(qt: QT, conv: dict) -> tuple:
+    k = conv["kernel"]
+    return _out_shape(Acc(qt, "conv", np.zeros((qt.shape[0], 1, *k)), np.zeros(1), np.ones(1),
+                          conv))
+
+
+def op_AveragePool(r, node):
+    from interop.quant_qonnx import avgpool
+
+    return avgpool(r, node)
+
+
+def op_Trunc(r, node):
+    from interop.quant_qonnx import trunc
+
+    return trunc(r, node)
 
 
 def op_QuantizeLinear_of_deq(r, node, v, s, z):

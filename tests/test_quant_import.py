@@ -30,7 +30,7 @@ from interop.runtime_check import check  # noqa: E402
 DATA = os.path.join(ROOT, "tests", "data", "quant")
 LEVELS = ((0, 3), 1 / 3)   # the MNIST inputs: 4 levels, the float model sees x / 3
 MODELS = {  # model: (input range, input step) given to the importer; None: the model's own
-    "brevitas_mlp": (None, None), "brevitas_cnn": (None, None),
+    "brevitas_mlp": (None, None), "brevitas_cnn": (None, None), "brevitas_pool": (None, None),
     "ort_mlp_qop": (None, None), "ort_mlp_qdq": (None, None),
     "ort_cnn_qop": LEVELS, "ort_cnn_qdq": LEVELS, "ort_tiny_qop": (None, None),
     "ort_mnist_qop": LEVELS,

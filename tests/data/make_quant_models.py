@@ -3,13 +3,17 @@ script, in tests/data/quant/; CI never runs this): nothing is trained, every wei
 seeded, and the quantisers are the ones people use.
 
     python tests/data/make_quant_models.py        # rewrites tests/data/quant/*.onnx
+    QUANT_MODELS_OUT=/tmp/q python tests/data/make_quant_models.py   # elsewhere, to compare
+
+Run twice, it writes the same bytes (checked with `cmp` against the files here).
 
 - onnxruntime int8 (onnxruntime.quantization.quantize_static, uint8 activations, int8
   weights with reduce_range=True as onnxruntime advises on AVX2, calibrated on 64 seeded
   inputs of 4 levels): an MLP and a CNN, each as QOperator (per tensor) and QDQ (per
   channel); a tiny MLP for the engine; and the MNIST MLP of circuits/mnist_small.dnet
   (its trained weights, as a float model on inputs x / 3) quantised the same way;
-- QONNX from Brevitas (export_qonnx): a 4-bit MLP and a 4-bit CNN with fixed-point
+- QONNX from Brevitas (export_qonnx): a 4-bit MLP, a 4-bit CNN with a max pool and one
+  with an average pool (TruncAvgPool2d: AveragePool + Trunc), with fixed-point
   (power-of-two) scales and Int32Bias, their activation scales set from seeded batches.
 """
 from __future__ import annotations
@@ -21,7 +25,7 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "quant")
+OUT = os.environ.get("QUANT_MODELS_OUT", os.path.join(HERE, "quant"))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 
@@ -127,7 +131,14 @@ def brevitas_models() -> None:
                 qnn.QuantConv2d(1, 4, 3, padding=1, weight_quant=WQ, weight_bit_width=4,
                                 bias=True, bias_quant=Int32Bias, return_quant_tensor=True),
                 qnn.QuantReLU(**act), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
-                lin(36, 5)), (1, 6, 6))}
+                lin(36, 5)), (1, 6, 6)),
+            "pool": (torch.nn.Sequential(
+                qnn.QuantIdentity(**act),
+                qnn.QuantConv2d(1, 4, 3, padding=1, weight_quant=WQ, weight_bit_width=4,
+                                bias=True, bias_quant=Int32Bias, return_quant_tensor=True),
+                qnn.QuantReLU(**act), qnn.TruncAvgPool2d(2, bit_width=4,
+                                                         return_quant_tensor=True),
+                torch.nn.Flatten(), lin(36, 5)), (1, 6, 6))}
     for name, (net, shape) in nets.items():
         net.train()
         with torch.no_grad():  # activation scales from seeded batches
