@@ -77,6 +77,27 @@ class Emitter:
                      f"lines {self.vec(layer.src)} -> {name} avgpool(in=[{_ints(c['in'])}], "
                      f"kernel=[{_ints(c['kernel'])}], stride=[{_ints(c['stride'])}])"]
 
+    def emit_table(self, k, layer):
+        """An elementwise function of one integer (QLinearAdd with a constant): a lut per
+        element; elements with the same table share a vector, gathered in order."""
+        src = self.layers[layer.src]
+        T = layer.bias
+        groups: dict = {}
+        for j in range(T.shape[1]):
+            groups.setdefault(tuple(T[:, j].tolist()), []).append(j)
+        name = self.names[k] = f"t{k}"
+        parts = []
+        for g, (col, elems) in enumerate(groups.items()):
+            self.out += [f"neuron {name}g{g}[{len(elems)}] : lut({src.lo}..{src.hi}, "
+                         f"[{_ints(col)}])",
+                         f"lines {self.vec(layer.src)} -> {name}g{g} sparse {{ "
+                         + ", ".join(f"{e} -> {i} : 1" for i, e in enumerate(elems)) + " }"]
+            parts.append((f"{name}g{g}", elems))
+        self.out.append(f"neuron {name}[{T.shape[1]}] : identity")
+        for part, elems in parts:
+            self.out.append(f"lines {part} -> {name} sparse {{ "
+                            + ", ".join(f"{i} -> {e} : 1" for i, e in enumerate(elems)) + " }")
+
     def emit_dense(self, k, layer):
         self._weighted(k, layer)
 

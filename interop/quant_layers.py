@@ -380,3 +380,54 @@ def finish(r):
         r.out_int = ("float", name, v.scale, 0)
         return QT(k, _out_shape(v), int(lo.min()), int(hi.max()))
     fail(r.where, r.m.graph.node[-1], "the graph's output is not a quantised tensor")
+
+
+# -- elementwise operators, tabulated by the runtime itself ----------------------------------
+def op_QLinearAdd(r, node):
+    """onnxruntime's QLinearAdd of a quantised tensor and a constant (the bias of a
+    QLinearMatMul, as quantize_static writes MatMul + Add): per element a function of one
+    integer, so its table is taken from onnxruntime itself, running this very node on
+    every value the tensor can hold, in the layout it runs in (one row), and the netlist
+    looks it up (`quant_emit.Emitter.emit_table`)."""
+    a, b = r.get(node, 0), r.get(node, 3)
+    if isinstance(a, QT) and isinstance(b, np.ndarray):
+        qt, slot = a, 0
+    elif isinstance(b, QT) and isinstance(a, np.ndarray):
+        qt, slot = b, 3
+    else:
+        fail(r.where, node, "an addition of two computed tensors",
+             "residual additions of quantised tensors are not read; a constant operand is")
+    table = _tabulate(r, node, qt, slot)
+    sc, zc = r.const(node, 6, "output scale"), r.get(node, 7)
+    z = 0 if zc is None else int(zc.reshape(-1)[0])
+    k = r.add(Layer("table", qt.layer, qt.shape, bias=table, lo=int(table.min()),
+                    hi=int(table.max()), name=node.name or node.output[0]))
+    return QT(k, qt.shape, int(table.min()), int(table.max()), z, F32(sc.reshape(())))
+
+
+def _tabulate(r, node, qt: QT, slot: int) -> np.ndarray:
+    """(values, elements): the node's output for every value of its computed operand."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    n = int(np.prod(qt.shape))
+    if (qt.hi - qt.lo + 1) * n > 4_000_000:
+        fail(r.where, node, f"a table of {qt.hi - qt.lo + 1} values for {n} elements")
+    dtype = np.uint8 if qt.lo >= 0 and qt.hi <= 255 else np.int8
+    elem = onnx.TensorProto.UINT8 if dtype == np.uint8 else onnx.TensorProto.INT8
+    names = list(node.input)
+    names[slot] = "v"
+    inits = [onnx.numpy_helper.from_array(np.asarray(r.consts[i]), i)
+             for i in dict.fromkeys(names) if i and i != "v"]
+    one = helper.make_node(node.op_type, names, ["out"], domain=node.domain)
+    shape = [1, *qt.shape]
+    g = helper.make_graph([one], "tab", [helper.make_tensor_value_info("v", elem, shape)],
+                          [helper.make_tensor_value_info("out", elem, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.microsoft", 1)],
+                          ir_version=8)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    rows = [sess.run(None, {"v": np.full(shape, v, dtype)})[0].reshape(-1)
+            for v in range(qt.lo, qt.hi + 1)]
+    return np.stack(rows).astype(np.int64)

@@ -33,7 +33,7 @@ MODELS = {  # model: (input range, input step) given to the importer; None: the 
     "brevitas_mlp": (None, None), "brevitas_cnn": (None, None), "brevitas_pool": (None, None),
     "ort_mlp_qop": (None, None), "ort_mlp_qdq": (None, None),
     "ort_cnn_qop": LEVELS, "ort_cnn_qdq": LEVELS, "ort_tiny_qop": (None, None),
-    "ort_mnist_qop": LEVELS,
+    "ort_mnist_qop": LEVELS, "ort_matmul_add_qop": (None, None),
 }
 
 

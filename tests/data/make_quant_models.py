@@ -10,7 +10,8 @@ Run twice, it writes the same bytes (checked with `cmp` against the files here).
 - onnxruntime int8 (onnxruntime.quantization.quantize_static, uint8 activations, int8
   weights with reduce_range=True as onnxruntime advises on AVX2, calibrated on 64 seeded
   inputs of 4 levels): an MLP and a CNN, each as QOperator (per tensor) and QDQ (per
-  channel); a tiny MLP for the engine; and the MNIST MLP of circuits/mnist_small.dnet
+  channel); a tiny MLP for the engine; an MLP written as MatMul + Add (QLinearMatMul +
+  QLinearAdd); and the MNIST MLP of circuits/mnist_small.dnet
   (its trained weights, as a float model on inputs x / 3) quantised the same way;
 - QONNX from Brevitas (export_qonnx): a 4-bit MLP, a 4-bit CNN with a max pool and one
   with an average pool (TruncAvgPool2d: AveragePool + Trunc), with fixed-point
@@ -66,9 +67,13 @@ def ort_models(tmp: str) -> None:
                                   nn.Flatten(), nn.Linear(36, 5)), (1, 6, 6)),
             "tiny": (nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)), (4,)),
             "mnist": (_mnist_float(), (100,))}
+    nets["matmul_add"] = (None, (8,))
     for name, (net, shape) in nets.items():
         f = os.path.join(tmp, f"{name}.onnx")
-        _torch_onnx(net, shape, f)
+        if net is None:
+            _matmul_add(f)
+        else:
+            _torch_onnx(net, shape, f)
         forms = [("qop", QuantFormat.QOperator, False)]
         if name in ("mlp", "cnn"):
             forms.append(("qdq", QuantFormat.QDQ, True))
@@ -77,6 +82,29 @@ def ort_models(tmp: str) -> None:
                             quant_format=fmt, per_channel=per_channel,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                             reduce_range=True)
+
+
+def _matmul_add(path: str) -> None:
+    """A float MLP written as MatMul + Add (as TensorFlow and hand-written graphs are):
+    quantize_static makes QLinearMatMul + QLinearAdd of it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    consts = {"W1": rng.normal(size=(8, 6)), "b1": rng.normal(size=6),
+              "W2": rng.normal(size=(6, 3)), "b2": rng.normal(size=3)}
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["r1"]),
+             helper.make_node("MatMul", ["r1", "W2"], ["m2"]),
+             helper.make_node("Add", ["m2", "b2"], ["y"])]
+    g = helper.make_graph(nodes, "matmul_add",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+                          [numpy_helper.from_array(v.astype(np.float32), k)
+                           for k, v in consts.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              path)
 
 
 def _mnist_float():
