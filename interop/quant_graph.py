@@ -14,6 +14,7 @@ an integer the runtime itself computes:
   and Quant -> Gemm / MatMul / Conv -> (Relu) -> Quant (QONNX): an integer matrix product
   or convolution `acc = sum (w - zw)(q - zq) + bias` and the requantisation staircase of
   interop/staircase.py;
+- QLinearAdd with a constant operand: a table per element taken from onnxruntime itself;
 - MaxPool on integers; QONNX's AveragePool + Trunc (a table over window sums);
   Flatten and Reshape to (batch, -1), Identity, Dropout.
 
