@@ -94,14 +94,16 @@ def run(args) -> int:
                         where=args.model)
     # Validated before anything is written; a problem names the model, not the output.
     net = parse(text, f"{args.model} (as imported)")
+    verdict = None
+    if args.check is not None:  # a refusal (a float graph, a runtime error) writes nothing
+        from interop.runtime_check import check
+
+        verdict = check(args.model, net, args.check, rng, args.input_step, where=args.model)
     with writing(args.output, "the netlist"):
         atomic_write(args.output, text.encode())
     print(f"wrote {args.output}: network '{net.name}', {len(net.inputs)} inputs -> "
           f"{len(net.outputs)} outputs, {sum(1 for n in net.nodes if not n.is_input)} neurons")
-    if args.check is None:
+    if verdict is None:
         return 0
-    from interop.runtime_check import check
-
-    verdict = check(args.model, net, args.check, rng, args.input_step, where=args.model)
     print(verdict.line())
     return 0 if verdict.exact == verdict.total else 4

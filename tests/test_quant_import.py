@@ -293,11 +293,23 @@ def test_qonnx_scales_that_are_not_powers_of_two_are_refused():
 
 
 def test_the_command_checks_and_says_so(tmp_path):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), "import",
-                        os.path.join(DATA, "brevitas_mlp.onnx"), "-o", "b.dnet", "--check",
-                        "20"], capture_output=True, text=True, cwd=tmp_path)
+    """QONNX against qonnx; an integer graph (export --onnx) against onnxruntime; a float
+    graph, which no runtime computes in integers, refused."""
+    def run(*args):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "build.py"), *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    r = run("import", os.path.join(DATA, "brevitas_mlp.onnx"), "-o", "b.dnet", "--check", "20")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "20/20 EXACT against qonnx"
+    assert run("export", os.path.join(ROOT, "circuits", "xor.dnet"), "--onnx", "-o",
+               "x.onnx").returncode == 0
+    r = run("import", "x.onnx", "-o", "x.dnet", "--check", "30")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "30/30 EXACT against onnxruntime"
+    _float_model(str(tmp_path / "f.onnx"))
+    r = run("import", "f.onnx", "-o", "f.dnet", "--check", "10")
+    assert r.returncode == 1 and "no runtime computes the netlist's integers" in r.stderr
+    assert not (tmp_path / "f.dnet").exists()
 
 
 def test_a_layer_too_wide_even_for_wide_accumulators_is_refused_naming_it():
