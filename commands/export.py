@@ -57,14 +57,14 @@ def run_model(args) -> int:
     if args.steps is not None and not net.multi_step:
         raise VoodooError(f"export --steps: {net.source} is a one-step netlist")
     if args.onnx:
-        from models.export_onnx import OPSET, to_onnx
+        from interop.export_onnx import OPSET, to_onnx
 
         model = to_onnx(net, args.steps)
         data = model.SerializeToString()
         summary = (f"ONNX opset {OPSET}, int64, {len(net.inputs)} inputs -> "
                    f"{len(net.outputs)} outputs, {len(model.graph.node)} graph nodes")
     else:
-        from models.export_torch import torch_source
+        from interop.export_torch import torch_source
 
         data = torch_source(net, args.steps).encode()
         summary = f"torch module Net, {len(net.inputs)} inputs -> {len(net.outputs)} outputs"

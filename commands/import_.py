@@ -1,5 +1,5 @@
 """`build.py import MODEL.onnx -o NET.dnet`: an ONNX model as a .dnet netlist
-(models/onnx_import.py; docs/export.md, "Importing ONNX")."""
+(interop/onnx_import.py; docs/export.md, "Importing ONNX")."""
 from __future__ import annotations
 
 
@@ -7,12 +7,19 @@ def add_arguments(p) -> None:
     p.add_argument("model", help="an .onnx file: an integer graph (as export --onnx writes) "
                                  "is read exactly, a float one is quantised")
     p.add_argument("-o", "--output", required=True, help="the .dnet file to write")
-    p.add_argument("--input-range", default="0..1", metavar="LO..HI",
+    p.add_argument("--input-range", metavar="LO..HI",
                    help="the integer range of every input (default 0..1; an integer graph "
-                        "written by export --onnx carries its own)")
-    p.add_argument("--input-step", type=float, default=1.0, metavar="F",
-                   help="float graphs: the float value of one input step (the model sees "
-                        "x * F; default 1)")
+                        "written by export --onnx carries its own; a quantised graph: the "
+                        "integers its first QuantizeLinear or Quant makes)")
+    p.add_argument("--input-step", type=float, metavar="F",
+                   help="float and quantised graphs: the float value of one input step "
+                        "(the model sees x * F; default 1, or a quantised graph's input "
+                        "scale)")
+    p.add_argument("--check", type=int, metavar="N",
+                   help="run N seeded inputs through the model's own runtime (onnxruntime, "
+                        "or qonnx's executor for QONNX) and the netlist's reference and "
+                        "print N/N EXACT or the first difference (integer and quantised "
+                        "graphs)")
     p.add_argument("--weight-bits", type=int, default=6,
                    help="float graphs: bits per weight (default 6)")
     p.add_argument("--clamp", type=int, default=15, help="float graphs: the relu clamp L "
@@ -21,6 +28,11 @@ def add_arguments(p) -> None:
                    help="float graphs: integer inputs (N, n_inputs) to calibrate the relu "
                         "divisors on (default: 512 seeded random inputs in the range)")
     p.add_argument("--name", help="the network's name (default: the graph's)")
+    # `--input-range -3..3` is a value, not an option: argparse's own test for a negative
+    # number knows no `..`.
+    import re
+
+    p._negative_number_matcher = re.compile(r"^-[0-9][0-9.,]*$")
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -40,36 +52,58 @@ def _calibration(path: str | None):
     import numpy as np
 
     from dsl.diagnostics import VoodooError
+    from dsl.util import not_a_file
 
+    what = not_a_file(path)  # a FIFO would block np.load forever
+    if what:
+        raise VoodooError(f"--calibrate {path}: is {what}, not a .npy file")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise VoodooError(f"--calibrate {path}: cannot read a .npy array ({e})") from None
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise VoodooError(f"--calibrate {path}: cannot read a .npy array "
+                          f"({getattr(e, 'strerror', None) or e})") from None
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise VoodooError(f"--calibrate {path}: holds an array of shape {x.shape}; give one "
+                          "row of integer inputs per sample, at least one row")
+    return x
 
 
 def run(args) -> int:
-    import os
-
     from commands.common import output_path, writing
     from dsl.diagnostics import VoodooError
     from dsl.parser import parse
     from dsl.util import atomic_write
-    from models.onnx_import import onnx_to_dnet
+    from interop.onnx_import import onnx_to_dnet
 
-    if not os.path.isfile(args.model):
-        raise VoodooError(f"{args.model}: no such file\n    hint: give the path of an .onnx "
-                          "model")
-    output_path(args.output, sources=(args.model,))
+    import math
+
+    output_path(args.output, sources=(args.model, args.calibrate))
+    if args.input_step is not None and not (math.isfinite(args.input_step)
+                                            and args.input_step > 0):
+        raise VoodooError(f"--input-step {args.input_step}: give a positive, finite number "
+                          "(the float value of one input step)")
     if not 2 <= args.weight_bits <= 16:
         raise VoodooError(f"--weight-bits {args.weight_bits}: give 2..16")
     if not 1 <= args.clamp <= 1000:
         raise VoodooError(f"--clamp {args.clamp}: give 1..1000 (one door per step)")
-    text = onnx_to_dnet(args.model, _range(args.input_range), args.input_step,
+    if args.check is not None and not 1 <= args.check <= 100_000:
+        raise VoodooError(f"--check {args.check}: give 1..100000 inputs")
+    rng = None if args.input_range is None else _range(args.input_range)
+    text = onnx_to_dnet(args.model, rng, args.input_step,
                         _calibration(args.calibrate), args.weight_bits, args.clamp, args.name,
                         where=args.model)
-    net = parse(text, args.output)  # validated before anything is written
+    # Validated before anything is written; a problem names the model, not the output.
+    net = parse(text, f"{args.model} (as imported)")
+    verdict = None
+    if args.check is not None:  # a refusal (a float graph, a runtime error) writes nothing
+        from interop.runtime_check import check
+
+        verdict = check(args.model, net, args.check, rng, args.input_step, where=args.model)
     with writing(args.output, "the netlist"):
         atomic_write(args.output, text.encode())
     print(f"wrote {args.output}: network '{net.name}', {len(net.inputs)} inputs -> "
           f"{len(net.outputs)} outputs, {sum(1 for n in net.nodes if not n.is_input)} neurons")
-    return 0
+    if verdict is None:
+        return 0
+    print(verdict.line())
+    return 0 if verdict.exact == verdict.total else 4

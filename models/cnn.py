@@ -16,7 +16,7 @@ Owns docs/mnist.md's "The convolutional model":
 - the checked-in model `circuits/mnist_cnn.dnet` (`load_mnist_cnn`; CI never trains) and
   `python -m models.cnn --retrain`, which reproduces it.
 
-The integer model reaches its netlist through models/torch_import.py, like the MLP's.
+The integer model reaches its netlist through interop/torch_import.py, like the MLP's.
 """
 from __future__ import annotations
 
@@ -367,7 +367,7 @@ def netlist_text(members: list[TrainedCNN], split, name: str | None = None
     outputs weighted by its output scale, rounded to an integer multiple of the smallest)."""
     from dsl.parser import parse
     from dsl.reference import evaluate
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     cfg = members[0].cfg
     name = name or cfg.name
@@ -409,7 +409,7 @@ def _members_outputs(members: list[TrainedCNN], x) -> np.ndarray:
 
 
 def _members_text(members: list[TrainedCNN], name: str) -> tuple[str, list[int]]:
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     cfg = members[0].cfg
     parts = []

@@ -13,7 +13,7 @@ Owns the whole model half of docs/mnist.md:
   epochs of quantisation-aware fine-tuning (straight-through rounding) close the gap;
 - **engine costs** (`engine_cost`, `check_engine_fit`): dolls, weighted lines and the
   accumulator range of every node, checked against the engine's budgets;
-- the integer model reaches the netlist through `models.torch_import` (an integer
+- the integer model reaches the netlist through `interop.torch_import` (an integer
   nn.Sequential -> .dnet text -> parser), the one import path;
 - the checked-in small model (`load_mnist_small`) and the full model built on the fly and
   cached by a hash of its hyper-parameters (`build_mnist_model`).
@@ -196,14 +196,14 @@ class IntMLP:
         return m
 
     def to_netlist(self, name: str):
-        """The validated Netlist, imported with models.from_torch (the one import path)."""
-        from models.torch_import import from_torch
+        """The validated Netlist, imported with interop.from_torch (the one import path)."""
+        from interop.torch_import import from_torch
 
         return from_torch(self.torch_model(), (0, self.levels), [self.s], [self.L], name)
 
     def to_dnet(self, name: str, comment: str = "") -> str:
         """The same network as .dnet text (what from_torch parses), with a comment header."""
-        from models.torch_import import to_dnet
+        from interop.torch_import import to_dnet
 
         return to_dnet(self.torch_model(), (0, self.levels), [self.s], [self.L], name,
                        comment)

@@ -3,7 +3,7 @@
 Owns the scheme for float `nn.Sequential` stacks of `Conv2d` and `Linear` layers (each
 optionally followed by `ReLU`), `AvgPool2d`, `MaxPool2d` and `Flatten` (docs/mnist.md,
 "The convolutional model"): the one quantisation path of models/cnn.py (the MNIST CNN,
-with quantisation-aware training) and models/onnx_import.py (float ONNX graphs).
+with quantisation-aware training) and interop/onnx_import.py (float ONNX graphs).
 
 Every integer tensor h stands for a float tensor f ~ h * u, u one float per channel (per
 feature once flat). The inputs are the integers the netlist reads, u0 = `input_step`
@@ -25,7 +25,7 @@ score of the whole integer network (accuracy, or agreement with the float model)
 same arithmetic runs with straight-through rounding (`forward(..., ste=True)`) for
 quantisation-aware training. `QuantStack.integer_model` gives the integer nn.Sequential
 (AvgPool2d with divisor_override=1: a sum) with its scales and clamps, which
-models/torch_import.py turns into a netlist.
+interop/torch_import.py turns into a netlist.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def _pool_args(m):
 @dataclass
 class IntStack:
     """The integer model: an nn.Sequential of float64 modules holding integers, and the
-    divisor and clamp of each ReLU, ready for models.torch_import.from_torch."""
+    divisor and clamp of each ReLU, ready for interop.torch_import.from_torch."""
 
     model: object
     scales: list[int]

@@ -24,7 +24,7 @@ API (what a model that builds on this one needs)::
     from models.seqtask import fit
     fit(model, x, y)                  # float epochs, calibrate, quantisation-aware epochs
     text = to_dnet(model)             # readable .dnet (tables, dot(), product vectors)
-    from models import from_torch
+    from interop import from_torch
     net = from_torch(model)           # the validated Netlist (ranges proven; refused if a
                                       # range cannot live in a map, naming node and fix)
     model = Transformer.from_state(torch.load(path))   # config + weights, saved by .state()

@@ -28,7 +28,7 @@ def test_argmax_head_is_the_first_argmax(seed):
     binary inputs make many ties), against NumPy's argmax of the reference logits."""
     from dsl.parser import parse
     from dsl.reference import evaluate
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     rng = np.random.default_rng(seed)
     text = to_dnet(_int_linear(rng, 6, 5, 1), (0, 1), name="t")

@@ -24,8 +24,8 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import torch  # noqa: E402
 
-from models.export_onnx import onnx_bytes  # noqa: E402
-from models.export_torch import torch_source  # noqa: E402
+from interop.export_onnx import onnx_bytes  # noqa: E402
+from interop.export_torch import torch_source  # noqa: E402
 
 CIRCUITS = sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
 

@@ -1,4 +1,4 @@
-"""The PyTorch importer (models/torch_import.py) against real torch models.
+"""The PyTorch importer (interop/torch_import.py) against real torch models.
 
 The reference outputs of every imported netlist are compared, exactly, with torch's own
 forward pass in float64 (exact for these integer magnitudes) followed by the integer
@@ -10,12 +10,12 @@ import pytest
 import torch  # a pinned requirement: its absence must fail, not skip
 from torch import nn  # noqa: E402
 
-from models import from_torch  # noqa: E402
+from interop import from_torch  # noqa: E402
 from dsl.diagnostics import VoodooError  # noqa: E402
 from dsl.ir import Identity, Relu  # noqa: E402
 from dsl.parser import parse_file  # noqa: E402
 from dsl.reference import evaluate  # noqa: E402
-from models.torch_import import to_dnet  # noqa: E402
+from interop.torch_import import to_dnet  # noqa: E402
 
 
 def integer_model(sizes, seed, wmax=7, bmax=20, dtype=torch.float64, relu_last=False):

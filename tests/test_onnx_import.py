@@ -1,4 +1,4 @@
-"""ONNX import (`build.py import`, models/onnx_import.py, models/onnx_float.py).
+"""ONNX import (`build.py import`, interop/onnx_import.py, interop/onnx_float.py).
 
 The round trip: every netlist exported with `export --onnx` and imported back computes the
 same outputs, `==`, on range edges and random inputs (and so does onnxruntime on the
@@ -30,10 +30,10 @@ import torch  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from torch import nn  # noqa: E402
 
-from models import from_onnx  # noqa: E402
-from models.export_onnx import onnx_bytes  # noqa: E402
-from models.onnx_float import float_stack  # noqa: E402
-from models.onnx_import import load_model, onnx_to_dnet  # noqa: E402
+from interop import from_onnx  # noqa: E402
+from interop.export_onnx import onnx_bytes  # noqa: E402
+from interop.onnx_float import float_stack  # noqa: E402
+from interop.onnx_import import load_model, onnx_to_dnet  # noqa: E402
 from models.seq_quant import QuantStack, calibrate  # noqa: E402
 
 CIRCUITS = sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
@@ -221,14 +221,52 @@ def test_unsupported_float_operators_are_named_with_a_hint():
     nodes = [helper.make_node("Flatten", ["x"], ["f"]),
              helper.make_node("Gemm", ["f", "W"], ["g"], transB=1),
              helper.make_node("Sigmoid", ["g"], ["s"], name="sig"),
-             helper.make_node("Softmax", ["s"], ["y"], name="soft")]
+             helper.make_node("Tanh", ["s"], ["y"], name="tanh")]
     m = _float_graph(nodes, {"W": np.ones((3, 4))}, (4,), 3)
     with pytest.raises(VoodooError) as e:
         from_onnx(m)
     text = str(e.value)
-    assert "unsupported ONNX operators in this float graph: Sigmoid (node 'sig'), Softmax " \
-           "(node 'soft')" in text
+    assert "unsupported ONNX operators in this float graph: Sigmoid (node 'sig'), Tanh " \
+           "(node 'tanh')" in text
     assert "hint: a float graph may use Conv, Gemm" in text
+    assert "Sigmoid, Tanh: an activation other than ReLU is not read yet" in text
+
+
+def test_the_float_layers_a_torch_user_exports():
+    """ZeroPad2d (a Pad torch writes through a constant subgraph), a BatchNorm after a
+    Linear (folded), GlobalAveragePool (AdaptiveAvgPool2d(1)) and a Softmax at the output
+    (its argmax is the logits'): rebuilt as the float model, then quantised as any."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.ZeroPad2d(1), nn.Conv2d(1, 4, 3), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5),
+                          nn.BatchNorm1d(5), nn.Softmax(1))
+    bn = model[6]
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 2)
+    model.eval()
+    data = _torch_onnx(model, (1, 6, 6))
+    m = load_model(data)
+    assert {"Pad", "BatchNormalization", "GlobalAveragePool", "Softmax"} <= \
+        {n.op_type for n in m.graph.node}
+    rebuilt, shape = float_stack(m, m.graph.input[0], "<t>")
+    x = torch.rand(40, 1, 6, 6, dtype=torch.float64)
+    with torch.no_grad():
+        want, got = model.double()(x), torch.softmax(rebuilt(x), 1)
+    assert float((want - got).abs().max()) < 1e-6
+    net = from_onnx(data, (0, 3), 1 / 3)
+    assert len(net.inputs) == 36 and len(net.outputs) == 5
+
+
+def test_a_batchnorm_that_follows_no_linear_layer_is_refused():
+    nodes = [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["y"],
+                              name="bn0")]
+    one = np.ones(4, np.float32)
+    m = _float_graph(nodes, {"g": one, "b": one, "m": one, "v": one}, (4,), 4)
+    with pytest.raises(VoodooError, match="a BatchNorm that does not follow a Conv or a "
+                                          "Linear layer"):
+        from_onnx(m)
 
 
 @pytest.mark.parametrize("node, match", [

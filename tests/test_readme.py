@@ -41,7 +41,8 @@ EXPECT = {
     "embed": r"^embedded: \d+ input\(s\) and \d+ output\(s\) wired$",
     # --json ends with the JSON's closing brace, --onnx/--torch -o with what was written
     "export": r"^(\}|wrote \S+: (ONNX opset \d+|torch module)\b.*)$",
-    "import": r"^wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons$",
+    "import": r"^(wrote \S+: network '\w+', \d+ inputs -> \d+ outputs, \d+ neurons|"
+              r"(\d+)/\2 EXACT against (onnxruntime|qonnx))$",
     "chat": r"^tokens (\d+)/\1 EXACT\b",
     "brainlevel": r"^decisions (\d+)/\1 EXACT; paused won \d+/\d+; live won \d+/\d+; "
                   r"tics per decision \d+ \([\d.]+ s game time\); dolls \d+$",
@@ -102,6 +103,7 @@ def test_readme_command(cmd, tmp_path):
     sub = subs[-1] if subs else "--help"
     assert sub in EXPECT, f"README command `{cmd}`: add its documented last line to EXPECT"
     os.symlink(os.path.join(ROOT, "circuits"), tmp_path / "circuits")
+    os.symlink(os.path.join(ROOT, "tests"), tmp_path / "tests")  # checked-in models
     os.mkdir(tmp_path / "wads")
     (tmp_path / "script.acs").write_text('#include "zcommon.acs"\nscript 1 OPEN { Print(s:"hi"); }\n')
     env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path / "wads")}

@@ -307,8 +307,8 @@ def test_onnx_and_torch_exports_unroll_recurrence_and_feedback():
     import onnxruntime as ort
     import torch
 
-    from models.export_onnx import onnx_bytes
-    from models.export_torch import torch_source
+    from interop.export_onnx import onnx_bytes
+    from interop.export_torch import torch_source
 
     for seed in range(6):
         net = recurrent(seed, feedback=seed % 2 == 0, done=seed % 3 == 0)

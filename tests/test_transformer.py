@@ -20,7 +20,7 @@ from dsl.parser import parse
 from dsl.random_net import mlp
 from dsl.reference import evaluate
 from mapgen.circuit import lower, simulate, split_lanes
-from models import from_torch
+from interop import from_torch
 from models.transformer import Transformer, TransformerConfig, flat_inputs, tables, to_dnet
 
 CFG = TransformerConfig(qk=5, s_qkv=32)

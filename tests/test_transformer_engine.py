@@ -77,7 +77,7 @@ def test_norms_and_mlp_exact_in_engine(tmp_path, norm, mlp, attn):
     and bias), the ReLU MLP and the requantised attention output, in the map."""
     import torch
 
-    from models import from_torch
+    from interop import from_torch
     from models.transformer import Transformer, TransformerConfig, flat_inputs
 
     cfg = TransformerConfig(tokens=3, d_model=4, heads=1, in_hi=7, classes=3, norm=norm,

@@ -8,7 +8,7 @@ Owns:
 - behaviour cloning of `spec.expert` (a scripted expert defined on the integer observation)
   on observations sampled over the whole observation space, seeded and single-threaded;
 - quantisation (models/quantize.py's scheme: integer weights, one relu divisor and clamp)
-  and import through `models.from_torch`;
+  and import through `interop.from_torch`;
 - the **argmax head** appended to the imported network: compare neurons
   `c[i,j] = step(l_i - l_j >= 0)` for i < j and one-hot neurons
   `win[i] = step(sum_{j>i} c[i,j] + sum_{j<i} (1 - c[j,i]) >= n - 1)`, exactly one of which
@@ -119,7 +119,7 @@ def to_text(p: Policy) -> str:
     """The policy as .dnet text with the header `load` reads back."""
     head = [f"# brainlevel policy ({p.kind}): behaviour cloning of demos/brainlevel/spec.py's "
             "expert, quantised,",
-            "# imported with models.from_torch, with an argmax head of step neurons "
+            "# imported with interop.from_torch, with an argmax head of step neurons "
             "(demos/brainlevel/policy.py)",
             f"# held-out: {HELD_OUT} observations sampled with seed {SEED + 1}",
             f"# agreement float {p.float_agreement:.4f}",
@@ -151,7 +151,7 @@ def _mlp_policy(progress: bool) -> Policy:
     """Behaviour cloning of the expert with the MLP stand-in: obs (25) -> 16 relu -> 5."""
     import torch
 
-    from models import from_torch
+    from interop import from_torch
     from models.quantize import Config, calibrate_s, fake_quant_forward, integerize
 
     cfg = Config(levels=spec.OBS_HI, hidden=HIDDEN, weight_bits=WEIGHT_BITS, clamp=CLAMP,
@@ -178,7 +178,7 @@ def _mlp_policy(progress: bool) -> Policy:
     finally:
         torch.set_num_threads(threads)
     imodel = _int_sequential(torch, im)
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     text = to_dnet(imodel, (0, spec.OBS_HI), [im.s], [im.L], "brain",
                    "the marine's policy: behaviour cloning of spec.expert, quantised")
@@ -230,7 +230,7 @@ def _transformer_policy(progress: bool) -> Policy:
     import torch
 
     from dsl.parser import parse
-    from models import from_torch
+    from interop import from_torch
 
     x, y = _data(T_TRAIN_STATES, SEED)
     xv, yv = _data(HELD_OUT, SEED + 1)

@@ -1,6 +1,6 @@
 """The PyTorch importer: an integer `nn.Sequential` becomes a netlist.
 
-    from models import from_torch
+    from interop import from_torch
     net = from_torch(model, input_range=(0, 3), scales=[16], clamps=[15], name="mnist")
     net = from_torch(cnn, (0, 3), scales=[8, 6], clamps=15, input_shape=(1, 12, 12))
 
@@ -83,7 +83,8 @@ def _integer_array(t, where: str, what: str, limit: int) -> np.ndarray:
     if big.size:
         idx = np.unravel_index(big[0], a.shape)
         raise VoodooError(f"from_torch: {where} {what}{list(map(int, idx))} = "
-                          f"{int(a[idx])} is out of range\n    hint: {what}s lie within "
+                          f"{int(a[idx])} is out of range\n    hint: "
+                          f"{'biases' if what == 'bias' else what + 's'} lie within "
                           f"-{limit}..{limit}; use fewer weight bits")
     return a.astype(np.int64)
 
@@ -127,7 +128,22 @@ def _layers(model) -> list[_Layer]:
                               "layers into the weights first")
     if not any(l.kind in ("linear", "conv") for l in layers):
         raise VoodooError("from_torch: the model has no Linear layer or Conv2d")
+    _check_size(layers)
     return layers
+
+
+def _check_size(layers: list[_Layer]) -> None:
+    """Refuse, from the shapes alone, a model whose weights no set of maps holds, before
+    its text is written (Linear(2000, 2000): minutes and gigabytes otherwise)."""
+    from interop.onnx_check import MAX_WEIGHTS
+
+    sizes = [(l, int(l.module.weight.numel())) for l in layers if l.kind in ("linear", "conv")]
+    total = sum(n for _, n in sizes)
+    if total > MAX_WEIGHTS:
+        big, n = max(sizes, key=lambda p: p[1])
+        raise VoodooError(f"from_torch: the model has {total:,} weights ({_where(big)} alone "
+                          f"{n:,}); a network that fits maps has at most {MAX_WEIGHTS:,} (a "
+                          "map holds 400,000 weighted lines)\n    hint: use smaller layers")
 
 
 def _options(scales, clamps, n_relu: int, input_range, name: str):

@@ -1,9 +1,9 @@
 """The ONNX exporter: a netlist as an ONNX graph computing the same integers (docs/export.md).
 
-    from models.export_onnx import to_onnx
+    from interop.export_onnx import to_onnx
     model = to_onnx(net)            # an onnx.ModelProto; model.SerializeToString() to save
 
-Every tensor is int64. The graph follows `models/netplan.py` group by group: `MatMul` + `Add`
+Every tensor is int64. The graph follows `interop/netplan.py` group by group: `MatMul` + `Add`
 for the accumulators, then per gate `Mod`/`Sub`/`Div` (floor division: `a - (a mod s)` is
 an exact multiple of s, and ONNX `Mod` with fmod=0 takes the divisor's sign, so negative
 accumulators floor as in dsl/reference.py), `Max`/`Min` clamps, `GreaterOrEqual` + `Cast`
@@ -23,7 +23,7 @@ import json
 import numpy as np
 
 from dsl.diagnostics import VoodooError
-from models.netplan import Group, Plan, plan
+from interop.netplan import Group, Plan, plan
 
 OPSET = 17
 ONNX_HINT = "install it with `pip install onnx==1.23.2` (see requirements.txt)"
@@ -189,7 +189,7 @@ def to_onnx(net, steps: int | None = None):
     model = helper.make_model(graph, producer_name="voodoonet",
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8  # readable by onnxruntime releases back to 1.10
-    # ONNX has no integer ranges; the importer (models/onnx_import.py) reads them back here.
+    # ONNX has no integer ranges; the importer (interop/onnx_import.py) reads them back here.
     helper.set_model_props(model, {"voodoonet.input_ranges": json.dumps(net.input_ranges())})
     onnx.checker.check_model(model, full_check=True)
     return model

@@ -1,4 +1,4 @@
-"""A float ONNX graph as the float nn.Sequential it computes (for models/onnx_import.py).
+"""A float ONNX graph as the float nn.Sequential it computes (for interop/onnx_import.py).
 
 Owns the mapping of one chain of ONNX operators, input to output, onto torch layers:
 
@@ -27,27 +27,16 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def consts_of(m) -> dict[str, np.ndarray]:
-    """The graph's constants: its initializers and Constant nodes' values, by name."""
-    from onnx import numpy_helper
-
-    out = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    for n in m.graph.node:
-        if n.op_type == "Constant":
-            for a in n.attribute:
-                if a.name == "value":
-                    out[n.output[0]] = numpy_helper.to_array(a.t)
-    return out
-
-
 class _Chain:
     """Walks the graph's nodes in order, following the one tensor from input to output."""
 
-    def __init__(self, m, where: str):
+    def __init__(self, m, where: str, consts: dict):
         self.m, self.where = m, where
-        self.consts = consts_of(m)
+        self.consts = consts
         self.layers: list = []
         self.widths: dict[int, tuple] = {}   # a Reshape's layer -> (node, width it asks for)
+        self.pending_pad = None                      # a Pad's (top, left) waiting for its Conv
+        self.ended_in_softmax = False                 # the last node was a Softmax (dropped)
 
     def fail(self, node, why: str, hint: str = "export the layers as Conv, Gemm, Relu, "
                                                 "AveragePool, MaxPool and Flatten"):
@@ -60,9 +49,12 @@ class _Chain:
         return np.asarray(self.consts[node.input[i]], dtype=np.float64)
 
     def run(self, x_name: str) -> list:
+        from interop.onnx_check import fold_constants
+
         cur = x_name
+        folded = fold_constants(self.m, self.consts, self.where)
         for node in self.m.graph.node:
-            if node.op_type == "Constant":
+            if node.op_type == "Constant" or node.output[0] in folded:
                 continue
             if not node.input or node.input[0] != cur:
                 self.fail(node, f"does not read the chain's tensor {cur!r}",
@@ -72,6 +64,9 @@ class _Chain:
                           "the importer takes one chain of layers without branches")
             getattr(self, node.op_type.lower())(node)
             cur = node.output[0]
+        if self.pending_pad is not None:
+            raise VoodooError(f"{self.where}: a Pad that no convolution follows\n    hint: "
+                              "zero padding is read as the next Conv's padding")
         if cur != self.m.graph.output[0].name:
             raise VoodooError(f"{self.where}: the chain of layers does not end at the graph's "
                               "output\n    hint: the importer takes one chain of layers")
@@ -88,6 +83,8 @@ class _Chain:
         if W.ndim != 4:
             self.fail(node, f"a {W.ndim - 2}-D convolution", "the importer takes 2-D ones")
         pads = self._pads(node, a, W.shape[2:])
+        if self.pending_pad is not None:  # a ZeroPad2d before it: the same zeros, in the conv
+            pads, self.pending_pad = (pads[0] + self.pending_pad[0], pads[1] + self.pending_pad[1]), None
         m = torch.nn.Conv2d(W.shape[1], W.shape[0], tuple(W.shape[2:]),
                             tuple(a.get("strides", [1, 1])), pads, bias=B is not None)
         with torch.no_grad():
@@ -198,20 +195,74 @@ class _Chain:
     def identity(self, node):
         pass
 
+    def batchnormalization(self, node):
+        """Folded into the Conv or Linear before it (inference: its running statistics)."""
+        torch = __import__("torch")
+        prev = self.layers[-1] if self.layers else None
+        if not isinstance(prev, (torch.nn.Conv2d, torch.nn.Linear)):
+            self.fail(node, "a BatchNorm that does not follow a Conv or a Linear layer",
+                      "fold it into the layer before it, or put it after one")
+        if len([o for o in node.output if o]) > 1:
+            self.fail(node, "training-mode outputs", "export the model in eval mode")
+        g, b, mean, var = (self.const(node, i) for i in range(1, 5))
+        k = g / np.sqrt(var + _attrs(node).get("epsilon", 1e-5))
+        n = prev.weight.shape[0]
+        if k.size != n:
+            self.fail(node, f"{k.size} channels after a layer of {n}")
+        with torch.no_grad():
+            shape = (n,) + (1,) * (prev.weight.dim() - 1)
+            prev.weight.mul_(torch.from_numpy(k.reshape(shape)).to(prev.weight.dtype))
+            bias = prev.bias.detach().double().numpy() if prev.bias is not None else 0.0
+            new = (bias - mean) * k + b
+            prev.bias = torch.nn.Parameter(torch.from_numpy(new).to(prev.weight.dtype))
+
+    def globalaveragepool(self, node):
+        """An average over the whole image: an AvgPool2d of its size (set in float_stack,
+        where the image's size is known)."""
+        self.layers.append(_WholeImage())
+
+    def pad(self, node):
+        """ZeroPad2d: zeros around the image, read as the next Conv's padding."""
+        a = _attrs(node)
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        p = self.const(node, 1).astype(np.int64).tolist() if len(node.input) > 1 \
+            else list(a.get("pads", []))
+        value = self.const(node, 2) if len(node.input) > 2 and node.input[2] else np.zeros(1)
+        if mode != "constant" or np.any(value != 0) or len(p) != 8 or any(p[:2]) \
+                or any(p[4:6]) or p[2] != p[6] or p[3] != p[7] or self.pending_pad is not None:
+            self.fail(node, f"a padding other than symmetric zeros around the image ({mode}, "
+                      f"{p})", "pad with zeros, the same on both sides, right before a Conv")
+        self.pending_pad = (p[2], p[3])
+
+    def softmax(self, node):
+        """At the output: the argmax it feeds is the argmax of the logits before it."""
+        if node.output[0] != self.m.graph.output[0].name:
+            self.fail(node, "a Softmax inside the network", "a Softmax may end the network")
+        self.ended_in_softmax = True
+
     dropout = identity
 
 
-def float_stack(m, x, where: str):
+class _WholeImage:
+    """A placeholder for GlobalAveragePool until the image's size is known."""
+
+
+def float_stack(m, x, where: str, consts: dict | None = None):
     """(float nn.Sequential, input shape) of a float ONNX graph: (C, H, W) for an image
-    input (batch, C, H, W), else the number of features."""
+    input (batch, C, H, W), else the number of features. `consts`: the graph's validated
+    constants (interop/onnx_check.py), decoded here when not given."""
+    from interop.onnx_check import constants
+
     torch = __import__("torch")
+    consts = constants(m, where) if consts is None else consts
     dims = [d.dim_value for d in x.type.tensor_type.shape.dim]
     if len(dims) not in (2, 4) or any(d <= 0 for d in dims[1:]):
         raise VoodooError(f"{where}: the input's shape {dims} is not (batch, features) or "
                           "(batch, channels, height, width) with fixed sizes\n    hint: export "
                           "the model with a fixed input shape")
-    chain = _Chain(m, where)
-    layers = chain.run(x.name)
+    chain = _Chain(m, where, consts)
+    layers = _whole_images(chain.run(x.name), dims, where)
     model = torch.nn.Sequential(*layers).to(torch.float64)
     shape = tuple(dims[1:]) if len(dims) == 4 else dims[1]
     h = torch.zeros((1, *dims[1:]), dtype=torch.float64)
@@ -227,3 +278,23 @@ def float_stack(m, x, where: str):
         raise VoodooError(f"{where}: the layers' shapes do not fit together: "
                           f"{str(e).splitlines()[0]}") from None
     return model, shape
+
+
+def _whole_images(layers: list, dims, where: str) -> list:
+    """GlobalAveragePool placeholders as AvgPool2d over the image's size at that point."""
+    torch = __import__("torch")
+    h = torch.zeros((1, *dims[1:]), dtype=torch.float64)
+    out = []
+    try:
+        with torch.no_grad():
+            for layer in layers:
+                if isinstance(layer, _WholeImage):
+                    if h.dim() != 4:
+                        raise VoodooError(f"{where}: a GlobalAveragePool of a flat vector")
+                    layer = torch.nn.AvgPool2d(tuple(h.shape[2:]))
+                h = layer.to(torch.float64)(h)
+                out.append(layer)
+    except RuntimeError as e:
+        raise VoodooError(f"{where}: the layers' shapes do not fit together: "
+                          f"{str(e).splitlines()[0]}") from None
+    return out

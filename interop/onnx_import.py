@@ -1,6 +1,6 @@
 """The ONNX importer: an ONNX graph becomes a netlist (docs/export.md, "Importing ONNX").
 
-    from models import from_onnx
+    from interop import from_onnx
     net = from_onnx("model.onnx", input_range=(0, 3), input_step=1 / 3)
     text = onnx_to_dnet("model.onnx", ...)        # the same as .dnet text
 
@@ -26,54 +26,25 @@ Any other operator is an error naming every one the graph uses.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dsl.diagnostics import VoodooError
-from models.onnx_float import consts_of, float_stack
+from dsl.ir import INT_LIMIT, WEIGHT_LIMIT
+from interop.onnx_check import (check_graph, check_ranges_meta, constants, load_model,
+                                onnx_module, type_name)
+from interop.onnx_float import float_stack
 
-ONNX_HINT = "install it with `pip install onnx==1.23.2` (see requirements.txt)"
 META_RANGES = "voodoonet.input_ranges"
 FLOAT_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "AveragePool", "MaxPool", "Flatten",
-             "Reshape", "Identity", "Dropout", "Constant")
+             "Reshape", "Identity", "Dropout", "Constant", "BatchNormalization",
+             "GlobalAveragePool", "Pad", "Softmax")
+NOT_YET = ("Sigmoid", "Tanh", "LeakyRelu", "Gelu", "Clip", "HardSigmoid", "HardSwish",
+           "Elu", "Selu", "Erf")
 INT_OPS = ("MatMul", "Add", "Sub", "Mul", "Mod", "Div", "Max", "Min", "GreaterOrEqual",
            "Cast", "Gather", "Concat", "Identity", "Constant")
-
-
-def _onnx():
-    try:
-        import onnx
-        from onnx import numpy_helper  # noqa: F401
-    except ImportError:
-        raise VoodooError(f"ONNX import needs the onnx package, which is not installed\n"
-                          f"    hint: {ONNX_HINT}") from None
-    return onnx
-
-
-def load_model(model, where: str = "<onnx>"):
-    """An onnx.ModelProto from a path, bytes or a ModelProto; a damaged file is an error."""
-    onnx = _onnx()
-    if isinstance(model, onnx.ModelProto):
-        return model
-    try:
-        if isinstance(model, (bytes, bytearray)):
-            return onnx.load_from_string(bytes(model))
-        with open(model, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise VoodooError(f"{model}: cannot read the ONNX file: {e.strerror}") from None
-    try:
-        m = onnx.load_from_string(data)
-    except Exception as e:  # protobuf raises its own DecodeError
-        raise VoodooError(f"{where}: not an ONNX model ({type(e).__name__})\n    hint: give a "
-                          ".onnx file written by an ONNX exporter") from None
-    if not m.graph.node:
-        raise VoodooError(f"{where}: the ONNX graph has no nodes\n    hint: give a .onnx file "
-                          "written by an ONNX exporter")
-    return m
 
 
 def _graph_input(m, where: str):
@@ -92,18 +63,23 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _refuse_unknown(m, allowed, where: str, kind: str) -> None:
+def _refuse_unknown(m, allowed, where: str, kind: str, folded=frozenset()) -> None:
     bad: dict[str, list[str]] = {}
     for n in m.graph.node:
-        if n.op_type not in allowed:
+        if n.op_type not in allowed and n.output[0] not in folded:
             bad.setdefault(n.op_type, []).append(n.name or n.output[0])
     if bad:
         listed = ", ".join(f"{op} (node {names[0]!r}{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
                            for op, names in sorted(bad.items()))
+        why = ""
+        if kind == "float" and set(bad) & set(NOT_YET):
+            why = ("\n    (" + ", ".join(sorted(set(bad) & set(NOT_YET))) + ": an activation "
+                   "other than ReLU is not read yet: it would be a lookup on the quantised "
+                   "values, docs/import.md)")
         raise VoodooError(f"{where}: unsupported ONNX operator{'s' if len(bad) > 1 else ''} "
                           f"in this {kind} graph: {listed}\n    hint: {'an' if kind[0] in 'aeiou' else 'a'} "
                           f"{kind} graph may use "
-                          f"{', '.join(allowed)}")
+                          f"{', '.join(allowed)}{why}")
 
 
 def _net_name(m, name: str | None) -> str:
@@ -117,22 +93,42 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
                  weight_bits: int = 6, clamp: int = 15, name: str | None = None,
                  where: str = "<onnx>") -> str:
     """The .dnet text of an ONNX model (see the module docstring)."""
-    onnx = _onnx()
+    onnx = onnx_module()
     m = load_model(model, where)
+    consts = constants(m, where)
+    check_graph(m, consts, where)  # every node and constant, before anything is built
     x = _graph_input(m, where)
     elem = x.type.tensor_type.elem_type
+    from interop.quant_graph import is_quantised, quantised_dnet
+
+    if is_quantised(m):
+        return quantised_dnet(m, consts, input_range, input_step, _net_name(m, name), where)
+    input_range = (0, 1) if input_range is None else input_range
+    input_step = 1.0 if input_step is None else input_step
     if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
         ranges = _input_ranges(m, x, input_range, where)  # refuses multi-step graphs first
         _refuse_unknown(m, INT_OPS, where, "integer")
-        return _IntegerGraph(m, where).dnet(ranges, _net_name(m, name))
+        return _IntegerGraph(m, consts, where).dnet(ranges, _net_name(m, name))
     if elem not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
-        raise VoodooError(f"{where}: the input is of ONNX type {elem}\n    hint: the importer "
-                          "reads float graphs (quantised here) and int64 graphs (exact)")
-    _refuse_unknown(m, FLOAT_OPS, where, "float")
+        raise VoodooError(f"{where}: the input is of type {type_name(elem)}\n    hint: the "
+                          "importer reads float32/float64 graphs (quantised here or, with "
+                          "QuantizeLinear or Quant nodes, exactly) and int64 graphs (exact)")
+    from interop.onnx_check import fold_constants
 
-    model_f, shape = float_stack(m, x, where)
+    _refuse_unknown(m, FLOAT_OPS, where, "float", fold_constants(m, consts, where))
+    _check_step(input_step, where)
+    model_f, shape = float_stack(m, x, where, consts)
     return _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits,
                            clamp, _net_name(m, name), where)
+
+
+def _check_step(input_step, where: str) -> None:
+    import math
+
+    if not (isinstance(input_step, (int, float)) and math.isfinite(input_step)
+            and input_step > 0):
+        raise VoodooError(f"{where}: input step {input_step!r} must be a positive, finite "
+                          "number (the float value of one input step)")
 
 
 def from_onnx(model, input_range=(0, 1), input_step: float = 1.0, calibration=None,
@@ -164,14 +160,10 @@ def _input_ranges(m, x, input_range, where: str) -> list[tuple[int, int]]:
         raise VoodooError(f"{where}: the integer graph's input has {len(dims)} dimensions\n"
                           "    hint: only one-step graphs (batch, inputs) are imported; a "
                           "multi-step (spiking) netlist cannot come back from ONNX")
+    n = dims[1].dim_value if dims[1].HasField("dim_value") else 0
     meta = {p.key: p.value for p in m.metadata_props}
     if META_RANGES in meta:
-        try:
-            ranges = [tuple(int(v) for v in r) for r in json.loads(meta[META_RANGES])]
-        except (ValueError, TypeError):
-            raise VoodooError(f"{where}: the metadata {META_RANGES} is damaged") from None
-        return [_range_pair(r, where) for r in ranges]
-    n = dims[1].dim_value
+        return check_ranges_meta(meta[META_RANGES], n or None, META_RANGES, where)
     if n <= 0:
         raise VoodooError(f"{where}: the input's width is not fixed\n    hint: give the graph "
                           "a static (batch, N) input")
@@ -181,33 +173,37 @@ def _input_ranges(m, x, input_range, where: str) -> list[tuple[int, int]]:
 def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits, clamp,
                     name, where) -> str:
     from models.seq_quant import QuantStack, calibrate
-    from models.torch_import import to_dnet
+    from interop.torch_import import to_dnet
 
     torch = __import__("torch")
     lo, hi = _range_pair(input_range, where)
-    if not (isinstance(input_step, (int, float)) and input_step > 0):
-        raise VoodooError(f"{where}: input step {input_step!r} must be a positive number")
+    _check_step(input_step, where)
     q = QuantStack(model_f, shape, input_step, weight_bits, clamp)
     n_in = int(np.prod(shape)) if isinstance(shape, tuple) else shape
     if calibration is None:
         x = np.random.default_rng(0).integers(lo, hi + 1, (512, n_in))
     else:
         x = np.asarray(calibration)
-        if x.ndim != 2 or x.shape[1] != n_in or not np.issubdtype(x.dtype, np.integer) \
+        if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != n_in \
+                or not np.issubdtype(x.dtype, np.integer) \
                 or x.min(initial=lo) < lo or x.max(initial=hi) > hi:
             raise VoodooError(f"{where}: calibration inputs must be integers of shape (N, "
-                              f"{n_in}) within {lo}..{hi}, got {x.dtype} {x.shape}")
+                              f"{n_in}) with N >= 1, within {lo}..{hi}; got {x.dtype} "
+                              f"{x.shape}")
     want = q.float_logits(torch.as_tensor(x)).argmax(1).numpy()
     s = calibrate(q, x, lambda out: float((out.argmax(1) == want).mean()))
     st = q.integer_model(s, (lo, hi))
     agree = float((q.integer_outputs(x, s).argmax(1) == want).mean())
-    comment = (f"{name}: imported from ONNX by models/onnx_import.py and quantised "
+    comment = (f"{name}: imported from ONNX by interop/onnx_import.py and quantised "
                f"(models/seq_quant.py)\n{weight_bits}-bit weights, relu clamp {clamp}, "
                f"divisors {s}; inputs {lo}..{hi}, one input step = {input_step:g} in the float "
                f"model\nagrees with the float model on {100 * agree:.1f}% of "
                f"{len(x)} calibration inputs")
-    return to_dnet(st.model, (lo, hi), st.scales, st.clamps, name, comment,
-                   input_shape=st.input_shape)
+    try:
+        return to_dnet(st.model, (lo, hi), st.scales, st.clamps, name, comment,
+                       input_shape=st.input_shape)
+    except VoodooError as e:  # name the file, not only the layer
+        raise VoodooError(f"{where}: {e.message}") from None
 
 
 # ------------------------------------------------------------------- integer graphs
@@ -277,9 +273,9 @@ class _Neuron:
 class _IntegerGraph:
     """Symbolic evaluation of an int64 ONNX graph into neurons (see the module docstring)."""
 
-    def __init__(self, m, where: str):
+    def __init__(self, m, consts: dict, where: str):
         self.m, self.where = m, where
-        self.consts = consts_of(m)
+        self.consts = consts
         self.nodes: list = []          # ("input", k) or _Neuron
         self.env: dict[str, object] = {}
 
@@ -314,7 +310,12 @@ class _IntegerGraph:
         if name in self.env:
             return self.env[name]
         if name in self.consts:
-            return self.consts[name]
+            c = self.consts[name]
+            if c.dtype.kind not in "iub" and not np.all(c == np.round(c)):
+                self.fail(node, f"the constant {name!r} holds a value that is not an integer")
+            if c.size and np.abs(c.astype(np.float64)).max() > INT_LIMIT:
+                self.fail(node, f"the constant {name!r} holds a value beyond 32-bit integers")
+            return c
         self.fail(node, f"input {name!r} is not computed before it")
 
     def new(self, neuron: _Neuron) -> int:
@@ -453,6 +454,9 @@ class _IntegerGraph:
             picks = np.asarray(idx)
             if picks.ndim != 1:
                 self.fail(node, "columns must be picked with a list of indices")
+            if picks.size and not (-len(data) <= picks.min() and picks.max() < len(data)):
+                self.fail(node, f"picks column {int(picks.max() if picks.max() >= len(data) else picks.min())} "
+                                f"of {len(data)}")
             return [data[int(i)] for i in picks]
         if not isinstance(data, list) and isinstance(idx, list) and axis == 0 \
                 and np.ndim(data) == 1:
@@ -471,6 +475,9 @@ class _IntegerGraph:
         return _Lin({self.new(_Neuron(f"lut({col.lo}..{col.hi}, [{values}])", col.a)): 1})
 
     # -- the netlist ------------------------------------------------------------------------
+    def check_sizes(self, name: str, lin: _Lin) -> None:
+        _too_big(name, lin, self.where)
+
     def names(self, n_inputs: int, vector: bool) -> list[str]:
         names = []
         for k, n in enumerate(self.nodes):
@@ -483,7 +490,7 @@ class _IntegerGraph:
     def text(self, ranges, outs: list[int], name: str) -> str:
         vector = len(set(ranges)) == 1
         names = self.names(len(ranges), vector)
-        out = [f"# imported from an integer ONNX graph by models/onnx_import.py", f"network {name}"]
+        out = [f"# imported from an integer ONNX graph by interop/onnx_import.py", f"network {name}"]
         if vector:
             out.append(f"input x[{len(ranges)}] : {ranges[0][0]}..{ranges[0][1]}")
         else:
@@ -491,6 +498,8 @@ class _IntegerGraph:
         for k, n in enumerate(self.nodes):
             if isinstance(n, tuple):
                 continue
+            if n.lin is not None:
+                self.check_sizes(names[k], n.lin)
             if n.lin is None:
                 a, b = (names[i] for i in n.operands)
                 out.append(f"neuron {names[k]} : product({a}, {b})")
@@ -498,6 +507,18 @@ class _IntegerGraph:
             out.append(f"neuron {names[k]} : {n.gate}" + _sum_text(n.lin, names))
         out.append("output " + ", ".join(names[k] for k in outs))
         return "\n".join(out) + "\n"
+
+
+def _too_big(name: str, lin: _Lin, where: str):
+    """A weight or bias the language cannot hold, named before the text is written."""
+    for src, w in lin.w.items():
+        if abs(w) > WEIGHT_LIMIT:
+            raise VoodooError(f"{where}: neuron {name} would get a weight of {w}: weights lie "
+                              f"within -{WEIGHT_LIMIT}..{WEIGHT_LIMIT}\n    hint: a light "
+                              "adds one weight per line crossing; scale the graph down")
+    if abs(lin.c) > INT_LIMIT:
+        raise VoodooError(f"{where}: neuron {name} would get a bias of {lin.c}: biases are "
+                          "32-bit integers\n    hint: scale the graph down")
 
 
 def _sum_text(lin: _Lin, names: list[str]) -> str:
