@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean tools
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,14 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# The node builder (zdbsp) where the machine allows: maps then load about 4x faster.
+tools:
+	@.ci/install-zdbsp
+
+test: $(STAMP) tools
 	$(PY) -m pytest -q -n 2 tests
 
-demo: $(STAMP)
+demo: $(STAMP) tools
 	$(PY) build.py hello
 	$(PY) build.py museum
 

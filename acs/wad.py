@@ -30,12 +30,14 @@ class WadError(VoodooError):
 @dataclass(frozen=True)
 class MapLump:
     """One text map: `name` like "MAP01", UDMF `textmap`, compiled `behavior` (or None),
-    ACS `scripts` source kept in the WAD for modders (or None), MAPINFO `title`."""
+    ACS `scripts` source kept in the WAD for modders (or None), MAPINFO `title`, and its
+    `nodes` built ahead (a ZNODES lump: mapgen/nodes.py; None: the engine builds them)."""
     name: str
     textmap: str
     behavior: bytes | None = None
     scripts: str | None = None
     title: str | None = None
+    nodes: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ def map_group(m: MapLump):
     group = omg.NameGroup()
     group["_HEADER_"] = omg.Lump(b"")
     group["TEXTMAP"] = omg.Lump(m.textmap.encode("utf-8"))
+    if m.nodes is not None:
+        group["ZNODES"] = omg.Lump(bytes(m.nodes))
     if m.behavior is not None:
         group["BEHAVIOR"] = omg.Lump(bytes(m.behavior))
     if m.scripts is not None:
@@ -169,12 +173,12 @@ def read_wad(path: str) -> WadContents:
             maps.append(MapLump(name, parts["TEXTMAP"].decode("utf-8", "replace"),
                                 parts.get("BEHAVIOR"),
                                 scripts.decode("utf-8", "replace") if scripts is not None
-                                else None))
+                                else None, None, parts.get("ZNODES")))
             i = j + 1
             continue
         i += 1
     if mapinfo is not None:
         titles = mapinfo_titles(mapinfo)
-        maps = [MapLump(m.name, m.textmap, m.behavior, m.scripts, titles.get(m.name))
+        maps = [MapLump(m.name, m.textmap, m.behavior, m.scripts, titles.get(m.name), m.nodes)
                 for m in maps]
     return WadContents(magic.decode(), lumps, maps, mapinfo)

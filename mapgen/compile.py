@@ -33,9 +33,18 @@ class CompiledMap:
     acs: str
     behavior: bytes
     manifest: dict
+    nodes: bytes | None = None   # ZNODES built ahead (mapgen/nodes.py), once asked for
 
     def report(self) -> str:
         return resource_report(self)
+
+    def with_nodes(self) -> "CompiledMap":
+        """Build the map's nodes (zdbsp, cached) if it has none yet; returns itself."""
+        if self.nodes is None:
+            from .nodes import build_nodes
+
+            self.nodes = build_nodes(self.textmap)
+        return self
 
 
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
@@ -88,14 +97,16 @@ def map_file(path: str, info: dict) -> str:
 
 
 def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
-              part_bytes: int = PART_BYTES) -> None:
+              part_bytes: int = PART_BYTES, nodes: bool = True) -> None:
     """Pack compiled maps (in order; any iterable: each map's lumps are kept, nothing
     else) into one WAD, atomically. The manifests ride along, and with `net` the whole
     netlist too (and with `tiles`, which values each map takes and hands on), so that
     `build.py run x.wad` needs nothing but the WAD. Maps past `part_bytes` of TEXTMAP go
     into further WADs beside it (`part_path`, written as they fill, each map's manifest
-    naming its file); the last maps, the manifests and the netlist are in `path`."""
-    from acs.wad import MapLump, write_wad as pack
+    naming its file); the last maps, the manifests and the netlist are in `path`. Each map
+    carries its nodes built ahead (`CompiledMap.with_nodes`; without `nodes`, none: the
+    engine builds them at load, as before)."""
+    from acs.wad import write_wad as pack
 
     lumps, infos, held, parts = [], {}, 0, 0
     for k, m in enumerate(maps):
@@ -108,7 +119,7 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
                 infos[lump.name]["wad_part"] = os.path.basename(name)
                 infos[lump.name]["wad_part_sha256"] = digest
             lumps, held = [], 0
-        lumps.append(MapLump(m.name, m.textmap, m.behavior, m.acs, m.title))
+        lumps.append(_lump(m, nodes))
         held += len(m.textmap)
         info = dict(m.manifest)
         if tiles is not None:
@@ -122,6 +133,13 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
     pack(path, lumps, extra_lumps=extra)
 
 
+def _lump(m, nodes: bool):
+    from acs.wad import MapLump
+
+    return MapLump(m.name, m.textmap, m.behavior, m.acs, m.title,
+                   m.with_nodes().nodes if nodes else None)
+
+
 def write_pk3(path: str, maps: list[CompiledMap], net: Netlist | None = None,
               tiles=None) -> None:
     """The same maps as a PK3 (a zip), atomically: maps/MAPxx.wad (each map alone in a WAD,
@@ -130,9 +148,9 @@ def write_pk3(path: str, maps: list[CompiledMap], net: Netlist | None = None,
     import tempfile
     import zipfile
 
-    from acs.wad import MapLump, atomic_output, make_mapinfo
+    from acs.wad import atomic_output, make_mapinfo
 
-    lumps = [MapLump(m.name, m.textmap, m.behavior, m.acs, m.title) for m in maps]
+    lumps = [_lump(m, True) for m in maps]
     files = {"mapinfo.txt": make_mapinfo(lumps).encode()}
     with tempfile.TemporaryDirectory(prefix="voodoonet-pk3-") as work:
         for lump in lumps:

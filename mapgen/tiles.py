@@ -912,6 +912,7 @@ def _compile_one(job):
 
     net, title, name, acc, door_budget, lean = job
     m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
+    m.with_nodes()  # here, in the pool, not one map at a time in write_wad
     if lean:
         m.circuit = m.layout = m.schedule = None
     return m
