@@ -48,11 +48,13 @@ class CompiledMap:
 
 
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
-                    acc: str = "internal", door_budget: int | None = None) -> CompiledMap:
+                    acc: str = "internal", door_budget: int | None = None,
+                    carry: str = "glide") -> CompiledMap:
     """`door_budget`: split staircases longer than this into parallel sub-lanes
-    (circuit.split_lanes): fewer tics per phase, more dolls."""
+    (circuit.split_lanes): fewer tics per phase, more dolls. `carry="conveyor"`: the
+    geometry before frictionless lanes (bench/speed.py measures against it)."""
     title = title or net.name
-    circuit = lower(net, door_budget=door_budget)
+    circuit = lower(net, door_budget=door_budget, carry=carry)
     layout = build_layout(circuit, title)
     sched = plan(layout)
     run_all(layout, sched)
