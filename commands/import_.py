@@ -50,7 +50,7 @@ def _calibration(path: str | None):
 def run(args) -> int:
     import os
 
-    from commands.common import output_path, writing
+    from commands.common import guard, writing
     from dsl.diagnostics import VoodooError
     from dsl.parser import parse
     from dsl.util import atomic_write
@@ -59,7 +59,7 @@ def run(args) -> int:
     if not os.path.isfile(args.model):
         raise VoodooError(f"{args.model}: no such file\n    hint: give the path of an .onnx "
                           "model")
-    output_path(args.output, sources=(args.model,))
+    guard([("-o", args.output)], [args.model, args.calibrate])
     if not 2 <= args.weight_bits <= 16:
         raise VoodooError(f"--weight-bits {args.weight_bits}: give 2..16")
     if not 1 <= args.clamp <= 1000:

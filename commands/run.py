@@ -71,7 +71,7 @@ def run(args) -> int:
 def _check_options(file: str, inputs, random: int, seed: int, output, tiles,
                    door_budget=None) -> list:
     """Everything that needs no netlist, checked first: the parsed --input rows."""
-    from commands.common import check_tiles, output_path
+    from commands.common import Output, check_tiles, guard
     from commands.eval import parse_vector
     from dsl.diagnostics import VoodooError
 
@@ -88,8 +88,8 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles,
                 "--door-budget"
             raise VoodooError(f"{flag}: {file} is already compiled; {flag} applies when "
                               "running a netlist (.dnet or .json)")
-    elif output is not None:
-        output_path(output, sources=(file,))
+    else:   # the default WAD's name is the network's: checked again once it is read
+        guard([Output("-o", output, parts=True)], [file])
     return [parse_vector(t) for t in inputs]
 
 
@@ -100,7 +100,7 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
                 door_budget: int | None = None) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
-    from commands.common import build_maps, default_wad, output_path, writing
+    from commands.common import Output, build_maps, default_wad, guard, writing
     from commands.eval import check_vector
     from dsl import load
     from dsl.diagnostics import VoodooError
@@ -114,7 +114,7 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
         check_vector(net, r)
     rows = _planned(net, rows, random, seed, steps)
     if not wad:
-        out = output_path(output, default_wad(net.name), sources=(file,))
+        out, = guard([Output("-o", output, default_wad(net.name), parts=True)], [file])
         net, maps, plan = build_maps(net, tiles, acc, door_budget=door_budget)
         with writing(out, "the WAD"):
             write_wad(out, maps, net, plan)
