@@ -546,7 +546,7 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
 
     from mapgen.tiles import SequenceCarry
 
-    rules, handed = SequenceCarry(tiles, net, fed_here), _Handed()
+    rules, handed = SequenceCarry(tiles, net, fed_here, seq), _Handed()
 
     def drive(k: int) -> None:
         runner = None if runners is None else runners[k]
@@ -555,7 +555,7 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
             for t, row in enumerate(seq):
                 if handed.ended(t):
                     break
-                ins = rules.tile_inputs(k, t, row, handed.get)
+                ins = rules.tile_inputs(k, t, handed.get)
                 out = dict(zip(tiles[k].outputs, runner.infer(ins, first=t == 0,
                                                               fed=rules.fed(k, row))))
                 handed.put(t, out)
