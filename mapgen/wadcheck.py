@@ -122,8 +122,11 @@ def check_manifest(path: str, lump: str, infos, net: Netlist | None = None,
     if not isinstance(infos, dict) or not infos:
         raise bad("expected an object of maps (MAP01: {...})")
     names = sorted(infos)
-    if maps is not None and any(n not in maps for n in names):
-        missing = next(n for n in names if n not in maps)
+    def elsewhere(n) -> bool:   # a map of a WAD too big for one file: in its part file
+        return isinstance(infos[n], dict) and isinstance(infos[n].get("wad_part"), str)
+
+    if maps is not None and any(n not in maps and not elsewhere(n) for n in names):
+        missing = next(n for n in names if n not in maps and not elsewhere(n))
         raise bad(f"it describes map {str(missing)[:40]!r}, which the WAD does not have "
                   f"(it has {', '.join(maps) or 'no map'})")
     if maps is None and names != [f"MAP{k + 1:02d}" for k in range(len(names))]:
