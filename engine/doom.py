@@ -442,12 +442,15 @@ def _end_group(proc, instance: str | None) -> None:
     and remove the shared memory and queues the game leaves in /dev/shm when killed."""
     import signal
 
+    # a game still starting is not known to the Engine yet: its id is in its command line
+    instances = {instance} | {_instance_of(g) for g in _children(proc.pid)}
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass   # ended already (a polite close), group and all
     proc.wait()
-    _remove_shm(instance)
+    for i in instances:
+        _remove_shm(i)
 
 
 def _start_watcher(child: int, folder: str, env: dict):

@@ -891,14 +891,14 @@ def check_wiring(net: Netlist, infos: list[dict]) -> str | None:
     made: dict[str, int] = {}
     for k, info in enumerate(infos):
         problem = _tile_names(info, node) or _tile_ranges(net, info, node)
-        for name in info["tile_outputs"]:
-            if node[name].is_input or node[name].is_prev:
-                problem = problem or f"its tile_outputs name {name}, which no map computes"
-            elif name in made:
-                problem = problem or f"{name} is computed by {_map(made[name])} too"
-            made[name] = k
         if problem:
             return f"{_map(k)}: {problem}"
+        for name in info["tile_outputs"]:
+            if node[name].is_input or node[name].is_prev:
+                return f"{_map(k)}: its tile_outputs name {name}, which no map computes"
+            if name in made:
+                return f"{_map(k)}: {name} is computed by {_map(made[name])} too"
+            made[name] = k
     missing = [n.name for n in (net.nodes[o] for o in net.outputs) if n.name not in made]
     if missing:
         return f"no map hands on the network's output {missing[0]}"

@@ -64,12 +64,17 @@ def games(tag: str) -> list[tuple[int, str]]:
             for pid, name, argv in processes(tag) if name == "vizdoom"]
 
 
-CASES = [("running_max", "SIGTERM"), ("running_max", "SIGINT"), ("running_max", "SIGKILL"),
-         ("elman", "SIGTERM"), ("elman", "SIGKILL"), ("mlp3", "SIGINT"), ("mlp3", "SIGHUP")]
+# (WAD, signal, the game stopped?, seconds after the game appears). A signal while the
+# engine starts (bench/fuzz_cli.py found its /dev/shm left behind) is the last two.
+CASES = [("running_max", "SIGTERM", True, 1.0), ("running_max", "SIGINT", True, 1.0),
+         ("running_max", "SIGKILL", True, 1.0), ("elman", "SIGTERM", True, 1.0),
+         ("elman", "SIGKILL", True, 1.0), ("mlp3", "SIGINT", True, 1.0),
+         ("mlp3", "SIGHUP", True, 1.0), ("running_max", "SIGHUP", False, 0.0),
+         ("elman", "SIGTERM", False, 0.0)]
 
 
-@pytest.mark.parametrize("wad, how", CASES)
-def test_a_signal_to_a_run_whose_engine_is_stuck(wads, tmp_path, wad, how):
+@pytest.mark.parametrize("wad, how, stop, delay", CASES)
+def test_a_signal_to_a_run_whose_engine_is_stuck(wads, tmp_path, wad, how, stop, delay):
     tag = uuid.uuid4().hex
     env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_ORPHAN_TAG": tag,
            "TMPDIR": str(tmp_path)}
@@ -82,11 +87,12 @@ def test_a_signal_to_a_run_whose_engine_is_stuck(wads, tmp_path, wad, how):
         end = time.monotonic() + 120
         while not games(tag) and p.poll() is None and time.monotonic() < end:
             time.sleep(0.05)
-        time.sleep(1.0)   # mid-run
+        time.sleep(delay)   # mid-run, or while the engine starts
         stuck = games(tag)
         assert stuck and p.poll() is None, p.communicate()
-        os.kill(stuck[0][0], signal.SIGSTOP)   # the engine now waits inside ViZDoom
-        time.sleep(0.5)
+        if stop:
+            os.kill(stuck[0][0], signal.SIGSTOP)   # the engine now waits inside ViZDoom
+            time.sleep(0.5)
         t = time.monotonic()
         if how == "SIGINT":
             os.killpg(p.pid, signal.SIGINT)    # Ctrl-C in a terminal: the whole group

@@ -99,6 +99,8 @@ EDITS = [
     ("mlp3", both("MAP01", "tile_outputs", "all_outputs", ["x[0]", "h2[1]", "h2[2]", "h2[3]"]),
      "MAP01: its tile_outputs name x[0], which no map computes"),
     ("elman", drop("MAP02", "tile_inputs"), "MAP02: tile_inputs and tile_outputs are missing"),
+    # found by bench/fuzz_cli.py: an internal error (KeyError) before
+    ("elman", drop("MAP01", "tile_outputs"), "MAP01: tile_inputs and tile_outputs are missing"),
 ]
 
 
