@@ -32,13 +32,13 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def run(args) -> int:
-    from commands.common import output_path
+    from commands.common import guard
 
     source = args.source
     output = args.output or os.path.splitext(source)[0] + ".o"
     if os.path.abspath(output) == os.path.abspath(source):
         raise VoodooError(f"{output}: the output would overwrite the source; pass -o OUT.o")
-    output_path(output, sources=(source,))
+    guard([("-o", output)], [source])
     if args.acc == "external":
         from acs.external import compile_file_external
         lump = compile_file_external(source, include_dirs=args.include)

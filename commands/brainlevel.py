@@ -28,14 +28,19 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from commands.common import output_path
+    import os
+
+    from commands.common import guard
+    from demos.brainlevel import policy
     from demos.brainlevel.demo import run as demo
     from dsl.diagnostics import VoodooError
-    from mapgen.compile import default_wad
+    from mapgen.compile import WADS, default_wad
 
-    args.output = output_path(args.output, default_wad("brainlevel"))
-    if args.gif is not None:
-        if not args.gif.lower().endswith(".gif"):
-            raise VoodooError(f"--gif {args.gif}: give a .gif file")
-        output_path(args.gif, option="--gif", sources=(args.output,))
+    if args.gif is not None and not args.gif.lower().endswith(".gif"):
+        raise VoodooError(f"--gif {args.gif}: give a .gif file")
+    checked_in = policy.CHECKED_IN.get(args.policy or policy.POLICY)
+    # --retrain writes the policy it trained beside the WADs (demo._policy)
+    retrained = os.path.join(WADS, os.path.basename(checked_in)) if args.retrain else None
+    args.output = guard([("-o", args.output, default_wad("brainlevel")), ("--gif", args.gif),
+                         ("--retrain", None, retrained)], [checked_in])[0]
     return demo(args)

@@ -28,13 +28,15 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import os
 
-    from commands.common import output_path, writing
-    from demos.chat import ONE_MAP, main, source_path
+    from commands.common import Output, guard, writing
+    from demos.chat import ONE_MAP, dnet_path, main
     from mapgen.compile import WADS
+    from models.chat_train import weights_path
 
     name = "chat.wad" if args.config == ONE_MAP else f"chat_{args.config}.wad"
-    out = output_path(args.output, os.path.join(WADS, name),
-                      sources=(source_path(args.config),))
+    # the WAD is made from the netlist, the prompts run against the weights: both are read
+    out, = guard([Output("-o", args.output, os.path.join(WADS, name), parts=True)],
+                 [dnet_path(args.config), weights_path(args.config)])
     with writing(out, "the WAD"):
         return main(args.prompt, seed=args.seed, debug=args.debug, output=out,
                     max_steps=args.max_steps, config=args.config)

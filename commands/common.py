@@ -1,9 +1,12 @@
-"""Shared pieces of the map-building subcommands: load, compile, write, run, print rows."""
+"""Shared pieces of the subcommands: options, load, compile, run, print rows, and the
+guard of every command's files (`guard`: no output replaces an input of the same command
+or another of its outputs, and every output goes where a file can be written)."""
 from __future__ import annotations
 
 import os
 import sys
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from mapgen.compile import ROOT, WADS  # noqa: F401  (re-exported for commands)
 
@@ -93,22 +96,80 @@ def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None
     return net, compile_tiles(plan, title or net.name, acc=acc, door_budget=door_budget), plan
 
 
+class Output(NamedTuple):
+    """One file a command writes, as `guard` takes it."""
+    option: str                  # how the user names it: "-o", "--acs", "--screenshot"
+    path: str | None             # as given; None: not given
+    default: str | None = None   # where it goes when not given (None: not written)
+    parts: bool = False          # a WAD: maps past 1.5 GB go into stem.1.wad, ... beside it
+
+
+def guard(outputs, inputs=()) -> list[str | None]:
+    """The one guard of a command's files, called before any work: every output (an
+    `Output`, or a tuple of its fields) is checked where it goes (`_where`), then against
+    every file the command reads (`inputs`: its arguments and the files a model or netlist
+    loads; None entries are skipped) and against the command's other outputs, by resolved
+    path and by inode (hard links), a WAD's part files included. The first clash is a
+    VoodooError naming both files. Returns each output's path (its default when not
+    given; None when neither)."""
+    from dsl.diagnostics import VoodooError
+
+    outs = [Output(*o) for o in outputs]
+    paths = [None if o.path is None and o.default is None
+             else _where(o.path, o.default, o.option) for o in outs]
+    srcs = [s for s in inputs if s]
+    for k, (o, path) in enumerate(zip(outs, paths)):
+        if path is None:
+            continue
+        for src in srcs:
+            if _same_file(path, src) or (o.parts and _is_part(path, src)):
+                what = "the output" if _same_file(path, src) else "its part files"
+                raise VoodooError(f"{o.option} {path}: {what} would overwrite the input "
+                                  f"{src}; write the output elsewhere")
+        for o2, p2 in zip(outs[:k], paths[:k]):
+            if p2 is not None and (_same_file(path, p2) or (o.parts and _is_part(path, p2))
+                                   or (o2.parts and _is_part(p2, path))):
+                raise VoodooError(f"{o.option} {path}: the same file as {o2.option} {p2} "
+                                  "(or one of its parts); give each output its own name")
+    return paths
+
+
 def output_path(path: str | None, default: str | None = None, *, option: str = "-o",
                 sources: tuple = ()) -> str:
-    """The one check of where an output will go, made by every command for every file it
-    writes, before any work: one line naming the path for an empty name, a directory, a
-    missing or non-directory parent (never created), a place nothing can be written in
-    (permissions, a read-only or pseudo file system such as /proc: found by creating and
-    removing a temporary file there, which root's permissions do not tell), an existing
-    device node, FIFO or socket (never replaced: dsl/util.atomic_output writes only onto
-    regular files or new names), or one of the command's own inputs. Only the default
-    (wads/<name>) gets its folder made."""
+    """One output checked by `guard` against `sources`, the files the command reads."""
+    from dsl.diagnostics import VoodooError
+
+    if path is None and default is None:
+        raise VoodooError(f"{option}: give an output file")
+    return guard([Output(option, path, default)], sources)[0]
+
+
+def wad_files(path: str | None) -> list[str]:
+    """A WAD a command reads and its part files beside it (mapgen.compile.part_path), as
+    inputs for `guard`."""
+    from mapgen.compile import part_path
+
+    if path is None:
+        return []
+    files, k = [path], 1
+    while os.path.exists(part_path(path, k)):
+        files.append(part_path(path, k))
+        k += 1
+    return files
+
+
+def _where(path: str | None, default: str | None, option: str) -> str:
+    """Where an output will go, checked: one line naming the path for an empty name, a
+    directory, a missing or non-directory parent (never created), a place nothing can be
+    written in (permissions, a read-only or pseudo file system such as /proc: found by
+    creating and removing a temporary file there, which root's permissions do not tell), an
+    existing device node, FIFO or socket (never replaced: dsl/util.atomic_output writes only
+    onto regular files or new names). Only the default (wads/<name>) gets its folder
+    made."""
     from dsl.diagnostics import VoodooError
     from dsl.util import not_a_file
 
     if path is None:
-        if default is None:
-            raise VoodooError(f"{option}: give an output file")
         os.makedirs(os.path.dirname(os.path.abspath(default)), exist_ok=True)
         path = default
     if path == "" or path.endswith(os.sep):
@@ -130,9 +191,6 @@ def output_path(path: str | None, default: str | None = None, *, option: str = "
         raise VoodooError(f"{option} {path}: is {what}, not a regular file: it is never "
                           "replaced; give a file name")
     _probe(path, parent, option)
-    for src in sources:
-        if src and (full == os.path.realpath(src) or _same_file(full, src)):
-            raise VoodooError(f"{option} {path}: the output would overwrite the input {src}")
     return path
 
 
@@ -152,10 +210,22 @@ def _probe(path: str, parent: str, option: str) -> None:
 
 
 def _same_file(a: str, b: str) -> bool:
+    """The same file: one resolved path, or one inode (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
     try:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def _is_part(wad: str, other: str) -> bool:
+    """`other` is (or would be) a part file of the WAD `wad` (mapgen.compile.part_path)."""
+    import re
+
+    stem, ext = os.path.splitext(os.path.realpath(wad))
+    pattern = re.escape(stem) + r"\.[1-9][0-9]*" + re.escape(ext or ".wad")
+    return re.fullmatch(pattern, os.path.realpath(other)) is not None
 
 
 @contextmanager

@@ -30,29 +30,32 @@ def add_arguments(p) -> None:
     add_acc_option(p)
 
 
+def _outputs(args, default: str | None) -> list:
+    """What compile writes, for commands.common.guard (`default`: the WAD's default name,
+    None while the network's name is not known)."""
+    from commands.common import Output
+
+    out = args.output or default
+    pk3 = args.pk3 or (None if args.pk3 is None or out is None else
+                       os.path.splitext(out)[0] + ".pk3")
+    return [Output("-o", args.output, default, parts=True), Output("--acs", args.acs),
+            Output("--pk3", pk3), Output("--screenshot", args.screenshot)]
+
+
 def run(args) -> int:
     from dsl import load
 
-    from commands.common import check_tiles, default_wad, output_path
+    from commands.common import check_tiles, default_wad, guard
 
     check_tiles(args.tiles)
-    if args.output is not None:  # every path is checked before the (long) compile
-        output_path(args.output, sources=(args.file,))
-    if args.acs is not None:
-        output_path(args.acs, option="--acs", sources=(args.file, args.output))
-    if args.pk3:
-        output_path(args.pk3, option="--pk3", sources=(args.file, args.output, args.acs))
-    if args.screenshot is not None:
-        if args.plain or args.tiles is not None:
-            raise VoodooError("--screenshot: a picture of the control room; not with --plain "
-                              "or --tiles")
-        output_path(args.screenshot, option="--screenshot", sources=(args.file, args.output))
+    if args.screenshot is not None and (args.plain or args.tiles is not None):
+        raise VoodooError("--screenshot: a picture of the control room; not with --plain "
+                          "or --tiles")
+    # Every path is checked before the (long) compile; the default WAD's name is the
+    # network's, known once it is read.
+    guard(_outputs(args, None), [args.file])
     net = load(args.file)
-    out = output_path(args.output, default_wad(net.name), sources=(args.file,))
-    pk3 = None if args.pk3 is None else args.pk3 or os.path.splitext(out)[0] + ".pk3"
-    for path, option in ((args.acs, "--acs"), (pk3, "--pk3")):
-        if path is not None and os.path.abspath(path) == os.path.abspath(out):
-            raise VoodooError(f"{option} {path}: the same file as the WAD")
+    out, _, pk3, _ = guard(_outputs(args, default_wad(net.name)), [args.file])
     net, maps, tiles = _maps(net, args)
     _write(out, args.acs, maps, net, tiles, pk3)
     print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else "")

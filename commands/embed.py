@@ -34,10 +34,10 @@ def resolve(into: str) -> str:
 def run(args) -> int:
     from modding.embed import embed
 
-    from commands.common import output_path
+    from commands.common import guard
 
     into = resolve(args.into)
-    args.output = output_path(args.output, sources=(into, args.circuit, args.wiring))
+    args.output, = guard([("-o", args.output)], [into, args.circuit, args.wiring])
     e = embed(args.circuit, into, args.map, args.wiring, args.output, args.title)
     x0, y0, x1, y1 = e.extent
     t0, u0, t1, u1 = e.theirs

@@ -55,6 +55,25 @@ def check_vector(net, x: list[int], what: str = "--input") -> None:
                               f"declared range {lo}..{hi}")
 
 
+def check_steps(net, rows: int, steps: int | None, give: str = "--input once per step"
+                ) -> None:
+    """How long a run of a multi-step netlist is, said plainly before it is planned
+    (dsl/sequence.plan_steps): --steps within 1..the netlist's most, and, without it, a row
+    for the first step (or a step count, for a netlist that takes no inputs)."""
+    most = net.steps
+    if steps is not None and not 1 <= steps <= most:
+        raise VoodooError(f"--steps {steps}: give 1..{most} steps ("
+                          + (f"{net.source} runs open-ended, at most {most} steps)" if net.open
+                             else f"{net.source} runs {most} steps)"))
+    if steps is None and rows == 0 and net.open:
+        if net.inputs:
+            raise VoodooError(f"{net.source} runs open-ended: give its inputs ({give})"
+                              + ("; --steps N runs fed-back inputs past them" if net.feedback
+                                 else ""))
+        raise VoodooError(f"{net.source} runs open-ended and takes no inputs: give --steps N "
+                          f"(1..{most}); its done output may end it earlier")
+
+
 def run(args) -> int:
     from dsl import load
     from dsl.reference import evaluate
@@ -65,6 +84,7 @@ def run(args) -> int:
     for r in rows:
         check_vector(net, r)
     if net.multi_step:
+        check_steps(net, len(rows), args.steps)
         res, steps = reference_run(net, plan_steps(net, rows, args.steps))
         samples = [[[int(res.value[0, t, i]) for i in net.inputs] for t in range(steps)]]
     else:

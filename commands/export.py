@@ -25,9 +25,9 @@ def run(args) -> int:
     from dsl.jsonio import dumps
 
     if args.output is not None:
-        from commands.common import output_path
+        from commands.common import guard
 
-        output_path(args.output, sources=(args.file,))
+        guard([("-o", args.output)], [args.file])
     text = dumps(load(args.file)) + "\n"
     if args.output is not None:
         from commands.common import writing
@@ -50,9 +50,9 @@ def run_model(args) -> int:
     if args.onnx and not args.output:
         raise VoodooError("export --onnx writes a binary file: name it with -o OUT.onnx")
     if args.output:
-        from commands.common import output_path
+        from commands.common import guard
 
-        output_path(args.output, sources=(args.file,))
+        guard([("-o", args.output)], [args.file])
     net = load(args.file)
     if args.steps is not None and not net.multi_step:
         raise VoodooError(f"export --steps: {net.source} is a one-step netlist")

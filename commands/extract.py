@@ -12,11 +12,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from dsl.util import atomic_write
 
-    from commands.common import output_path
+    from commands.common import guard, wad_files
     from modding.extract import extract_wad
 
-    if args.output is not None:
-        args.output = output_path(args.output, sources=(args.wad,))
+    args.output, = guard([("-o", args.output)], wad_files(args.wad))
     ex = extract_wad(args.wad, args.map)
     m = ex.machine
     lines = sum(len(d.lines) + len(d.sets) for lane in m.lanes for d in lane.doors)

@@ -69,7 +69,7 @@ def _calibration(path: str | None):
 
 
 def run(args) -> int:
-    from commands.common import output_path, writing
+    from commands.common import guard, writing
     from dsl.diagnostics import VoodooError
     from dsl.parser import parse
     from dsl.util import atomic_write
@@ -77,7 +77,7 @@ def run(args) -> int:
 
     import math
 
-    output_path(args.output, sources=(args.model, args.calibrate))
+    guard([("-o", args.output)], [args.model, args.calibrate])
     if args.input_step is not None and not (math.isfinite(args.input_step)
                                             and args.input_step > 0):
         raise VoodooError(f"--input-step {args.input_step}: give a positive, finite number "

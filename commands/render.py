@@ -15,7 +15,7 @@ MAX_SIZE = 16384
 
 def run(args) -> int:
     from dsl import load
-    from commands.common import output_path, writing
+    from commands.common import guard, writing
     from commands.eval import check_vector, parse_vector
     from dsl.diagnostics import VoodooError
 
@@ -25,7 +25,7 @@ def run(args) -> int:
 
     if not 16 <= args.size <= MAX_SIZE:
         raise VoodooError(f"--size {args.size}: give 16..{MAX_SIZE} pixels")
-    output_path(args.output, sources=(args.file,))
+    guard([("-o", args.output)], [args.file])
     x = None if args.input is None else parse_vector(args.input)
     net = load(args.file)
     if x is not None:

@@ -32,7 +32,8 @@ def add_arguments(p) -> None:
                         "fixed steps); fed-back inputs carry the run past the given rows, and "
                         "its done output may end it earlier")
     p.add_argument("--debug", action="store_true",
-                   help="read back every node and name the first one that differs (one map)")
+                   help="read back every node and name the first one that differs (one map: "
+                        "refused over several)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object instead of text: inputs, engine and reference "
                         "values, verdict and tics of every inference")
@@ -71,7 +72,7 @@ def run(args) -> int:
 def _check_options(file: str, inputs, random: int, seed: int, output, tiles,
                    door_budget=None) -> list:
     """Everything that needs no netlist, checked first: the parsed --input rows."""
-    from commands.common import check_tiles, output_path
+    from commands.common import Output, check_tiles, guard
     from commands.eval import parse_vector
     from dsl.diagnostics import VoodooError
 
@@ -88,8 +89,8 @@ def _check_options(file: str, inputs, random: int, seed: int, output, tiles,
                 "--door-budget"
             raise VoodooError(f"{flag}: {file} is already compiled; {flag} applies when "
                               "running a netlist (.dnet or .json)")
-    elif output is not None:
-        output_path(output, sources=(file,))
+    else:   # the default WAD's name is the network's: checked again once it is read
+        guard([Output("-o", output, parts=True)], [file])
     return [parse_vector(t) for t in inputs]
 
 
@@ -100,22 +101,28 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
                 door_budget: int | None = None) -> int:
     """Compile (or load) FILE, run the inputs in the engine, print a row per inference and
     the verdict `N/N EXACT`. Shared by `run` and `hello`, so they cannot drift apart."""
-    from commands.common import build_maps, default_wad, output_path, writing
+    from commands.common import Output, build_maps, check_tiles, default_wad, guard, writing
     from commands.eval import check_vector
     from dsl import load
     from dsl.diagnostics import VoodooError
     from mapgen.compile import load_wad, write_wad
 
     rows = _check_options(file, inputs, random, seed, output, tiles, door_budget)
+    if debug and check_tiles(tiles) not in (None, 1):
+        raise VoodooError(_DEBUG_TILES.format(what=f"--tiles {tiles}"))
     wad = file.lower().endswith(".wad")
     loaded = load_wad(file) if wad else None
+    if wad and debug and len(loaded.infos) > 1:
+        raise VoodooError(_DEBUG_TILES.format(what=f"{file} holds {len(loaded.infos)} maps"))
     net = loaded.net if wad else load(file)
     for r in rows:
         check_vector(net, r)
     rows = _planned(net, rows, random, seed, steps)
     if not wad:
-        out = output_path(output, default_wad(net.name), sources=(file,))
+        out, = guard([Output("-o", output, default_wad(net.name), parts=True)], [file])
         net, maps, plan = build_maps(net, tiles, acc, door_budget=door_budget)
+        if debug and len(maps) > 1:   # --tiles auto planned several maps
+            raise VoodooError(_DEBUG_TILES.format(what=f"--tiles {tiles} planned {len(maps)} maps"))
         with writing(out, "the WAD"):
             write_wad(out, maps, net, plan)
         loaded = load_wad(out)
@@ -135,6 +142,14 @@ def run_netlist(file: str, *, inputs=(), random: int = 0, seed: int = 0, debug: 
     return EXIT_EXACT if exact == len(rows) else EXIT_MISMATCH
 
 
+# --debug reads back every light of one map; over several maps (engine/tiled.py) only the
+# values the maps hand on are read, which is no promise to keep silently.
+_DEBUG_TILES = ("--debug reads back every light of one map, and {what}; over several maps "
+                "only the values the maps hand on are read (a multi-step run compares each "
+                "with the reference and names the first that differs, with its step)\n"
+                "    hint: run without --debug, or without --tiles to read every light")
+
+
 def _planned(net, rows: list, random: int, seed: int, steps: int | None) -> list:
     """The rows to run: independent inferences, or the steps of one run of a multi-step
     netlist (dsl/sequence.py: there --random N is N random steps, after any --input)."""
@@ -149,8 +164,11 @@ def _planned(net, rows: list, random: int, seed: int, steps: int | None) -> list
         if not rows:
             raise VoodooError("give at least one --input (or --random N)")
         return rows
+    from commands.eval import check_steps
+
     if random:
         rows = rows + random_sequence(net, len(rows) + random, seed)[len(rows):]
+    check_steps(net, len(rows), steps, "--input once per step, or --random N")
     return plan_steps(net, rows, steps)
 
 

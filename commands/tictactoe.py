@@ -16,16 +16,15 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from commands.common import output_path
+    import os
+
+    from commands.common import guard
     from demos.tictactoe import check_games, run as run_demo
     from mapgen.compile import default_wad
 
     check_games(args.games)  # before the map is built
-    args.output = output_path(args.output, default_wad("tictactoe"))
-    if args.screenshot:  # the picture goes beside the WAD (demos/tictactoe.py)
-        import os
-
-        output_path(os.path.splitext(args.output)[0] + "-board.png", option="--screenshot",
-                    sources=(args.output,))
-
+    wad = args.output or default_wad("tictactoe")
+    # the picture goes beside the WAD (demos/tictactoe.py); the map is built from code
+    board = os.path.splitext(wad)[0] + "-board.png" if args.screenshot else None
+    args.output, _ = guard([("-o", args.output, wad), ("--screenshot", board)])
     return run_demo(args)

@@ -8,9 +8,18 @@ through ViZDoom's sector list.
 ViZDoom runs the game inside the calling process, and a damaged map can crash it (SIGSEGV),
 writing `vizdoom-crash.log` and `_vizdoom/` into the current directory. So `Engine` runs the
 game (`LocalEngine`) in a child process of its own, in a temporary directory that is
-removed afterwards, and forwards every call over a pipe: a crash becomes an EngineError,
-and the child dies with its parent whatever ends it (it asks the kernel for SIGKILL when
-its parent goes, so not even SIGKILL of the command leaves an engine behind).
+removed afterwards, and forwards every call over a pipe: a crash becomes an EngineError.
+
+Owns the one way an engine ends. The child leads a process group of its own, which the
+game process ViZDoom starts (`vizdoom`) joins: `Engine.close` ends the engine politely when
+nothing is in flight, and otherwise (a call interrupted by a signal, an exception
+unwinding, the grace spent) kills the whole group at once, whatever state the game is
+in, and removes the shared memory ViZDoom leaves in /dev/shm. Ctrl-C in a terminal
+reaches the command alone (the child is in another group): the command decides, and
+closes its engines as it unwinds (`end_all` for those only threads hold). If the command
+itself is killed, a watcher process beside each engine (`_watch`: it holds no game, so
+nothing keeps it waiting) sees the pipe from the command close without a word and kills
+the engine's group.
 """
 from __future__ import annotations
 
@@ -227,6 +236,14 @@ _METHODS = ("advance", "change_map", "tic", "command", "puke_many", "step", "puk
 _START_TIMEOUT = 120.0
 # Seconds the child has to report its game's death itself, once the game process is gone.
 GAME_GRACE = 10.0
+_LIVE: set = set()   # the engines of this process not closed yet (`end_all`)
+
+
+def end_all() -> None:
+    """Kill every engine of this process not closed yet, at once (the shutdown path for
+    engines that threads hold: engine/tiled.stream_sequence when interrupted)."""
+    for engine in list(_LIVE):
+        engine.close(grace=0.0)
 
 
 class Engine:
@@ -242,6 +259,9 @@ class Engine:
         self._dir = tempfile.mkdtemp(prefix="voodoonet-engine-")
         self._proc = None
         self._game: int | None = None   # the child's `vizdoom` game process, once it runs
+        self._instance: str | None = None   # the game's ViZDoom instance id (/dev/shm)
+        self._busy = False   # a call is in flight: the pipe's protocol is mid-message
+        self._watcher = None   # (process, pipe) of `_watch`
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         down_r, down_w = os.pipe()   # parent -> child
         up_r, up_w = os.pipe()       # child -> parent
@@ -253,7 +273,8 @@ class Engine:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-c", "from engine.doom import _serve; _serve()",
                      str(down_r), str(up_w)], cwd=self._dir, env=env, pass_fds=(down_r, up_w),
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    start_new_session=True)   # its group: the child and its game
         except BaseException:
             for fd in (down_r, down_w, up_r, up_w):
                 os.close(fd)
@@ -261,11 +282,23 @@ class Engine:
             raise
         os.close(down_r)
         os.close(up_w)
+        try:
+            self._watcher = _start_watcher(self._proc.pid, self._dir, env)
+        except BaseException:
+            os.close(down_w)
+            os.close(up_r)
+            _end_group(self._proc, None)
+            self._cleanup()
+            raise
         self._down = os.fdopen(down_w, "wb")
         self._up = os.fdopen(up_r, "rb")
+        _LIVE.add(self)
         try:
             self._call("__init__", (self.wad, map_name), kw)
             self._game = _game_of(self._proc.pid)
+            self._instance = _instance_of(self._game)
+            if self._instance:   # what to clean up even once the game is gone
+                os.write(self._watcher[1], f"game {self._instance}\n".encode())
         except BaseException:
             self.close()
             raise
@@ -273,13 +306,18 @@ class Engine:
     def _call(self, method: str, args=(), kw=None):
         import pickle
 
+        if self._proc is None:
+            raise EngineError(f"{self.wad}: the engine was closed")
+        self._busy = True   # until the reply is read: an interrupt leaves it set
         try:
             pickle.dump((method, args, kw or {}), self._down, protocol=pickle.HIGHEST_PROTOCOL)
             self._down.flush()
             self._await_reply()
             status, value = pickle.load(self._up)
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except (EOFError, OSError, ValueError, AttributeError, pickle.UnpicklingError):
+            # the child is gone, or another thread closed this engine (end_all)
             raise EngineError(self._died()) from None
+        self._busy = False
         if status == "ok":
             return value
         raise EngineError(value)
@@ -293,16 +331,15 @@ class Engine:
         import select
         import time
 
-        gone = None
+        gone, proc = None, self._proc
         while not select.select([self._up], [], [], 1.0)[0]:
-            if self._proc.poll() is not None or self._game is None:
+            if proc.poll() is not None or self._game is None:
                 continue   # an exited child: the read reports it; no game yet: __init__
             if _running(self._game):
                 continue
             gone = gone or time.monotonic()
             if time.monotonic() - gone > GAME_GRACE:
-                self._proc.kill()
-                self._proc.wait()
+                _end_group(proc, self._instance)
                 raise EngineError(f"{self.wad}: the engine's game process died while "
                                   f"running {self.map_name}, and the engine did not notice "
                                   f"in {GAME_GRACE:.0f} s; the engine was ended")
@@ -311,39 +348,43 @@ class Engine:
         """What to say when the child stopped answering: its exit, and the log's last line."""
         import signal
 
+        proc = self._proc
+        if proc is None:
+            return f"{self.wad}: the engine was closed while running {self.map_name}"
         try:
-            code = self._proc.wait(timeout=5)
+            code = proc.wait(timeout=5)
         except Exception:
-            self._proc.kill()
-            code = self._proc.wait()
+            _end_group(proc, self._instance)
+            code = proc.wait()
         how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and
                -code in signal.valid_signals() else f"exited with status {code}")
         return (f"{self.wad}: the engine {how} while running {self.map_name}; the WAD's "
                 "map may be damaged (rebuild it with `python build.py compile`)")
 
     def close(self, grace: float = 10.0) -> None:
-        """End the child (politely, waiting up to `grace` seconds for the call it may be
-        running, then by force) and remove its directory."""
+        """End the child and its game and remove its directory: politely (the game closes
+        itself, up to `grace` seconds) when no call is in flight and no exception is
+        unwinding; otherwise, or when the grace is spent, by killing the child's process
+        group, whatever state it is in."""
+        import sys
+
         proc, self._proc = self._proc, None
+        _LIVE.discard(self)
         try:
-            if proc is not None and proc.poll() is None:
+            if proc is not None and proc.poll() is None and grace > 0 and not self._busy \
+                    and sys.exc_info()[0] is None:
                 try:
                     import pickle
 
-                    if grace > 0:
-                        pickle.dump(("close", (), {}), self._down)
-                        self._down.flush()
-                        proc.wait(timeout=grace)
+                    pickle.dump(("close", (), {}), self._down)
+                    self._down.flush()
+                    proc.wait(timeout=grace)
                 except Exception:
                     pass
-                if proc.poll() is None:
-                    proc.terminate()  # its handler kills the game process first
-                    try:
-                        proc.wait(timeout=5)
-                    except Exception:
-                        proc.kill()
-                        proc.wait()
-        finally:  # a signal that interrupts the wait must not leave the directory behind
+        finally:  # a second signal that interrupts the wait must not leave anything behind
+            if proc is not None:
+                _end_group(proc, self._instance)
+                _stop_watcher(self._watcher)
             for f in ("_down", "_up"):
                 try:
                     getattr(self, f).close()
@@ -396,6 +437,107 @@ def _children(pid: int) -> list[int]:
     return pids
 
 
+def _end_group(proc, instance: str | None) -> None:
+    """SIGKILL the engine child's process group (the child and its game), reap the child,
+    and remove the shared memory and queues the game leaves in /dev/shm when killed."""
+    import signal
+
+    # a game still starting is not known to the Engine yet: its id is in its command line
+    instances = {instance} | {_instance_of(g) for g in _children(proc.pid)}
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass   # ended already (a polite close), group and all
+    proc.wait()
+    for i in instances:
+        _remove_shm(i)
+
+
+def _start_watcher(child: int, folder: str, env: dict):
+    """A process that kills the engine's group if this process dies without closing the
+    engine (`_watch`): (the process, the pipe's end it waits on)."""
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-c", "from engine.doom import _watch; _watch()", str(child),
+             folder], stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+            env=env, start_new_session=True)
+    except BaseException:
+        os.close(w)
+        raise
+    finally:
+        os.close(r)
+    return watcher, w
+
+
+def _stop_watcher(watch) -> None:
+    """The engine is ended: its watcher is told so, and exits without a kill."""
+    if watch is None:
+        return
+    watcher, w = watch
+    try:
+        os.write(w, b"closed")
+    except OSError:
+        pass
+    finally:
+        os.close(w)
+    watcher.wait()
+
+
+def _watch() -> None:
+    """The watcher of an engine child (argv: its pid, its directory): waits until the pipe
+    from the command that started it ends (told on the way its game's instance id). Ended
+    without the word "closed" (the command died, or was killed before it could close the
+    engine) it kills the child's process group, the game with it, and removes what they
+    leave (/dev/shm, the directory)."""
+    import shutil
+    import signal
+    import sys
+
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)   # only the pipe says when
+    child, folder = int(sys.argv[1]), sys.argv[2]
+    said = sys.stdin.buffer.read()
+    if said.endswith(b"closed"):
+        return
+    instances = [_instance_of(g) for g in _children(child)] + [
+        line[5:].decode() for line in said.splitlines() if line.startswith(b"game ")]
+    try:
+        os.killpg(child, signal.SIGKILL)
+    except OSError:
+        pass
+    for instance in instances:
+        _remove_shm(instance)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _instance_of(game: int | None) -> str | None:
+    """The ViZDoom instance id of a game process (its +viz_instance_id argument)."""
+    try:
+        with open(f"/proc/{game}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+        return args[args.index(b"+viz_instance_id") + 1].decode()
+    except (OSError, ValueError, IndexError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def _remove_shm(instance: str | None) -> None:
+    """A killed game's shared memory (10 MB) and message queues, named by its instance id;
+    a game that closed itself removed them already."""
+    import re
+
+    if not instance or not re.fullmatch(r"[A-Za-z0-9]+", instance):
+        return
+    for kind in ("SM", "MQCtr", "MQDoom"):
+        try:
+            os.unlink(f"/dev/shm/ViZDoom{kind}{instance}")
+        except OSError:
+            pass
+
+
 def _game_of(pid: int) -> int | None:
     """The `vizdoom` game process that process `pid` started (Linux), or None."""
     for child in _children(pid):
@@ -419,12 +561,19 @@ def _running(pid: int) -> bool:
 
 def _die_with_parent() -> None:
     """Linux: SIGTERM this process when its parent exits, however the parent ends; the
-    handler kills the game's own `vizdoom` process first (it would not notice)."""
+    handler kills the game's own `vizdoom` process first (it would not notice) and removes
+    what it leaves. It runs only between the calls into ViZDoom, some of which keep the
+    interpreter while they wait on a game that does not answer: the watcher (`_watch`)
+    does not depend on it."""
     import ctypes
     import signal
 
     def die(*_):
+        games = _children(os.getpid())
+        instances = [_instance_of(g) for g in games]
         _kill_children()
+        for instance in instances:
+            _remove_shm(instance)
         _remove_own_dir()
         os._exit(1)
 
@@ -468,7 +617,8 @@ def _serve() -> None:
     import sys
 
     _die_with_parent()
-    # Ctrl-C reaches the whole process group: the parent decides, then closes us.
+    # The parent decides when we end (we are in a process group of our own: this is for
+    # a Ctrl-C sent to the group by hand).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     down = os.fdopen(int(sys.argv[1]), "rb")
     up = os.fdopen(int(sys.argv[2]), "wb")

@@ -361,16 +361,21 @@ class LocalEngines:
             entry[2].close()
 
     def close(self) -> None:
-        """Every worker told to stop; those still busy (a long chunk, or an interrupted
-        run) are terminated together, so shutting down takes seconds whatever the count."""
+        """Every worker told to stop; those still busy (a long chunk) are terminated
+        together, so shutting down takes seconds whatever the count. Interrupted (an
+        exception unwinding: a signal, a failed run), no worker is waited for: each is
+        terminated at once, and kills its engine on the way out."""
+        import sys
+
+        patient = sys.exc_info()[0] is None
         entries = list(self.procs.values())
         self.procs.clear()
         for _, p, conn in entries:
             try:
                 conn.send(None)
-            except OSError:
+            except (OSError, ValueError):
                 pass
-        _end([p for _, p, _ in entries], patient=True)
+        _end([p for _, p, _ in entries], patient=patient)
         for _, _, conn in entries:
             conn.close()
 
@@ -546,7 +551,7 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
 
     from mapgen.tiles import SequenceCarry
 
-    rules, handed = SequenceCarry(tiles, net, fed_here), _Handed()
+    rules, handed = SequenceCarry(tiles, net, fed_here, seq), _Handed()
 
     def drive(k: int) -> None:
         runner = None if runners is None else runners[k]
@@ -555,7 +560,7 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
             for t, row in enumerate(seq):
                 if handed.ended(t):
                     break
-                ins = rules.tile_inputs(k, t, row, handed.get)
+                ins = rules.tile_inputs(k, t, handed.get)
                 out = dict(zip(tiles[k].outputs, runner.infer(ins, first=t == 0,
                                                               fed=rules.fed(k, row))))
                 handed.put(t, out)
@@ -575,8 +580,15 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
                for k in range(len(tiles))]
     for th in threads:
         th.start()
-    for th in threads:
-        th.join()
+    try:
+        for th in threads:
+            th.join()
+    except BaseException as e:   # interrupted: the engines the threads drive end now
+        from engine.doom import end_all
+
+        handed.end(error=e)
+        end_all()
+        raise
     if handed.error is not None:
         raise handed.error
     n = len(seq) if handed.last is None else handed.last + 1

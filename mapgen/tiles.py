@@ -25,7 +25,12 @@ membrane stays in its neuron's map, prev(h) is a prev node of the map that compu
 (read there from h's light, as in one map), and a fed-back input whose node is in the same
 map is fed back there. What a map needs from another one crosses by name every step: this
 step's values from earlier tiles, and, from any tile, the previous step's values of the
-prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`).
+prev nodes and fed-back inputs it cannot keep itself (`carry_sequence`); the previous
+step's value of an input is the run's own row, which no map hands on.
+
+A tiled WAD's manifests say what each map takes and hands on; `check_wiring` checks them
+whole against the netlist (names, ranges, who hands on what, in which order) before any
+engine starts (mapgen/wadcheck.check_tiled).
 """
 from __future__ import annotations
 
@@ -864,11 +869,97 @@ def _read_elsewhere(pn: "_Net", k: int, groups: list[list[int]]) -> set[int]:
             for s in pn.lanes_of.get(j, ()):
                 read.add(s)
                 chain = _prev_chain(net, s)
-                if chain:
-                    read.add(net.nodes[chain[-1]].gate.src)
-                if s in net.feedback:
-                    read.add(net.feedback[s])
+                root = net.nodes[chain[-1]].gate.src if chain else s
+                read.add(root)
+                if root in net.feedback:   # a fed-back input, or the prev of one
+                    read.add(net.feedback[root])
     return read & set(groups[k])
+
+
+def check_wiring(net: Netlist, infos: list[dict]) -> str | None:
+    """What is wrong with the manifests of a tiled WAD's maps (in order) as a split of
+    `net`, or None; checked whole before any engine starts, so a run never waits for a
+    value no map hands on. Each map takes what its manifest's tile_inputs name, with the
+    ranges the planner gives them (`handed_input`), and computes its tile_outputs; every
+    value a map takes is an input of the network, the previous step's value of a prev
+    node whose source is an input or handed on by some map, or handed on by an earlier
+    map; no value is computed by two maps; every output of the network is handed on."""
+    from dsl.lower import lower_products
+
+    net = lower_products(net)
+    node = {n.name: n for n in net.nodes}
+    made: dict[str, int] = {}
+    for k, info in enumerate(infos):
+        problem = _tile_names(info, node) or _tile_ranges(net, info, node)
+        if problem:
+            return f"{_map(k)}: {problem}"
+        for name in info["tile_outputs"]:
+            if node[name].is_input or node[name].is_prev:
+                return f"{_map(k)}: its tile_outputs name {name}, which no map computes"
+            if name in made:
+                return f"{_map(k)}: {name} is computed by {_map(made[name])} too"
+            made[name] = k
+    missing = [n.name for n in (net.nodes[o] for o in net.outputs) if n.name not in made]
+    if missing:
+        return f"no map hands on the network's output {missing[0]}"
+    for k, info in enumerate(infos):
+        for name in info["tile_inputs"]:
+            problem = _source_problem(net, node, name, k, made, set(info.get("feedback") or []))
+            if problem:
+                return f"{_map(k)} takes {name}, {problem}"
+    return None
+
+
+def _map(k: int) -> str:
+    return f"MAP{k + 1:02d}"
+
+
+def _tile_names(info: dict, node: dict) -> str | None:
+    """The map's own lists agree with its tile's, and name values of the netlist, once."""
+    if "tile_inputs" not in info or "tile_outputs" not in info:
+        return "tile_inputs and tile_outputs are missing (a map of several must name them)"
+    for key, own in (("tile_inputs", "inputs"), ("tile_outputs", "all_outputs")):
+        if info[key] != info[own]:
+            return (f"its {key} ({', '.join(info[key][:4]) or 'none'}) are not the values "
+                    f"the map's own {own} name ({', '.join(info[own][:4]) or 'none'})")
+    for key in ("tile_inputs", "tile_outputs"):
+        names = info[key]
+        bad = next((n for n in names if n not in node), None)
+        if bad is not None:
+            return f"its {key} name {bad[:40]!r}, which is not a value of the netlist"
+        seen: set[str] = set()
+        twice = next((n for n in names if n in seen or seen.add(n)), None)
+        if twice is not None:
+            return f"its {key} name {twice} twice"
+    return None
+
+
+def _tile_ranges(net: Netlist, info: dict, node: dict) -> str | None:
+    for name, r in zip(info["tile_inputs"], info["input_ranges"]):
+        h = handed_input(net, node[name].id)
+        if r != [h.lo, h.hi]:
+            return (f"its input {name} takes {r[0]}..{r[1]}, but the netlist's {name} is "
+                    f"{h.lo}..{h.hi}")
+    return None
+
+
+def _source_problem(net: Netlist, node: dict, name: str, k: int, made: dict,
+                    fed_here: set) -> str | None:
+    """Why no value reaches map k's input `name` (None when one does)."""
+    n = node[name]
+    while n.is_prev:   # the previous step's value of its source: from any map
+        n = net.nodes[n.gate.src]
+        if not n.is_input and not n.is_prev and n.name not in made:
+            return f"the value of {n.name} at the step before, but no map hands it on"
+    if n.is_input:
+        fed = next((net.nodes[y].name for x, y in net.feedback.items() if x == n.id), None)
+        if fed is not None and n.name not in fed_here and fed not in made:
+            return f"fed back from {fed}, but no map hands {fed} on"
+        return None
+    if name == n.name and made.get(name, k) >= k:
+        return ("which no map hands on" if name not in made else
+                f"which only {_map(made[name])}, a later map, hands on")
+    return None
 
 
 def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
@@ -925,31 +1016,37 @@ class SequenceCarry:
     itself; `fed_here[k]` names the inputs tile k's map feeds back itself. Values are only
     looked up by name and passed on (`carry_sequence`, engine/tiled.stream_sequence)."""
 
-    def __init__(self, tiles: list, net: Netlist, fed_here: list[set]):
+    def __init__(self, tiles: list, net: Netlist, fed_here: list[set], seq: list):
         names = {n.id: n.name for n in net.nodes}
-        self.tiles, self.net, self.fed_here = tiles, net, fed_here
+        self.tiles, self.net, self.fed_here, self.seq = tiles, net, fed_here, seq
         self.inputs = [names[i] for i in net.inputs]
+        self.position = {name: k for k, name in enumerate(self.inputs)}
         self.prevs = {n.name: (names[n.gate.src], n.gate.init) for n in net.nodes if n.is_prev}
         self.fed_from = {names[x]: names[y] for x, y in net.feedback.items()}
         self.lo = {names[i]: net.nodes[i].gate.lo for i in net.inputs}
         self.done = None if net.done is None else names[net.done]
 
-    def tile_inputs(self, k: int, t: int, row: list, get) -> list[int]:
+    def tile_inputs(self, k: int, t: int, get) -> list[int]:
         """Tile k's inputs at step t; `get(step, name)` is a value some map handed on."""
-        given = dict(zip(self.inputs, row))
-        out = []
-        for name in self.tiles[k].inputs:
-            if name in self.prevs:
-                src, init = self.prevs[name]
-                out.append(init if t == 0 else get(t - 1, src))
-            elif name in given and given[name] is not None:
-                out.append(given[name])
-            elif name in given:   # fed back: inside the map (not used), or from another
-                out.append(self.lo[name] if name in self.fed_here[k]
-                           else get(t - 1, self.fed_from[name]))
-            else:
-                out.append(get(t, name))
-        return out
+        row = dict(zip(self.inputs, self.seq[t]))
+        # an input the map feeds back itself: what is passed is not used
+        return [self.lo[name] if row.get(name, 0) is None and name in self.fed_here[k]
+                else self.value(name, t, get) for name in self.tiles[k].inputs]
+
+    def value(self, name: str, t: int, get) -> int:
+        """A value at step t as a map that does not compute it sees it: a prev node's is
+        its init, then its source's of the step before (an input's included: the run's
+        row, which no map hands on); an input's is the row's, or, fed back, its source's
+        of the step before; anything else is what its map handed on at step t."""
+        if name in self.prevs:
+            src, init = self.prevs[name]
+            return init if t == 0 else self.value(src, t - 1, get)
+        if name in self.lo:
+            v = self.seq[t][self.position[name]]
+            if v is not None:
+                return v
+            return self.lo[name] if t == 0 else get(t - 1, self.fed_from[name])
+        return get(t, name)
 
     def fed(self, k: int, row: list) -> bool:
         return any(v is None for v in row) and bool(self.fed_here[k])
@@ -973,7 +1070,7 @@ def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: lis
     `run_tile(k, inputs, t, fed) -> outputs` runs step t of tile k's map (which keeps its
     own state). Returns every step's values by name, up to the step at which the done node
     is 1."""
-    rules = SequenceCarry(tiles, net, fed_here)
+    rules = SequenceCarry(tiles, net, fed_here, seq)
     steps: list[dict] = []
     for t, row in enumerate(seq):
         handed: dict = {}
@@ -982,7 +1079,7 @@ def carry_sequence(tiles: list, seq: list, net: Netlist, run_tile, fed_here: lis
             return handed[name] if step == t else steps[step][name]
 
         for k, tile in enumerate(tiles):
-            ins = rules.tile_inputs(k, t, row, get)
+            ins = rules.tile_inputs(k, t, get)
             handed.update(zip(tile.outputs, run_tile(k, ins, t, rules.fed(k, row))))
         steps.append(rules.step_values(t, row, handed, steps[-1] if steps else None))
         if rules.done is not None and steps[-1].get(rules.done) == 1:

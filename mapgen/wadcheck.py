@@ -4,7 +4,9 @@ A WAD is user input: it may be damaged, hand-edited, or carry the manifest of an
 netlist. Everything the runner, `extract`, `verify` and the embed play-test rely on is
 checked here with a message naming the WAD and the lump: the manifest lump (`read_manifest`,
 the one reader of it: a map name -> an object with the keys, types and values any of them
-reads, agreeing with the embedded netlist), the embedded netlist (`read_netlist`) and each
+reads, agreeing with the embedded netlist; a tiled WAD's maps' manifests checked whole,
+`check_tiled`: the wiring between them, sane timings, each map's inputs and outputs as its
+own ACS source names them), the embedded netlist (`read_netlist`) and each
 map's TEXTMAP (UDMF syntax, namespace first) and BEHAVIOR (an ACS header whose directory
 lies inside the lump). What cannot be seen statically (a map that does not answer, an
 engine crash) is caught by the engine runner as an EngineError.
@@ -27,6 +29,12 @@ _PIPE_KEYS = ("script", "beat_tics", "ii", "batch", "batch_script", "batch_perio
               "queue_base")
 _EMBED_KEYS = ("panel_script", "toggle_script", "set_script", "status_script")
 _USER_VARS = range(1, 61)
+# Timings the runner waits out (engine/runner.py): a map is ready after INIT_TICS (24)
+# tics, and the slowest single map measured takes about 1,400 tics a step (the chat map;
+# docs/chat.md). Half an hour of game time is far beyond any map, and what a tampered
+# manifest could make a run wait is bounded by it.
+MAX_INIT_TICS = 35 * 60
+MAX_STEP_TICS = 35 * 60 * 30
 
 
 def read_manifest(path: str, contents: WadContents, net: Netlist | None = None,
@@ -44,7 +52,51 @@ def read_manifest(path: str, contents: WadContents, net: Netlist | None = None,
                        f"{REBUILD}") from None
     names = check_manifest(path, MANIFEST_LUMP, infos, net,
                            maps=None if numbered else [m.name for m in contents.maps])
+    if net is not None and len(names) > 1:
+        check_tiled(path, contents, net, [infos[n] for n in names])
     return {n: infos[n] for n in names}
+
+
+def check_tiled(path: str, contents: WadContents, net: Netlist, infos: list[dict]) -> None:
+    """A manifest of several maps, whole: the wiring between them (mapgen.tiles.
+    check_wiring), and each map's inputs and outputs against the ones its own ACS source
+    names (a manifest moved to another map of the same shape is refused, not run)."""
+    from .tiles import check_wiring
+
+    problem = check_wiring(net, infos)
+    scripts = {m.name: m.scripts for m in contents.maps}
+    for k, info in enumerate(infos):
+        if problem:
+            break
+        problem = _scripts_problem(f"MAP{k + 1:02d}", info, scripts.get(f"MAP{k + 1:02d}"))
+    if problem:
+        raise WadError(f"{path}: the {MANIFEST_LUMP} lump is damaged: {problem}\n    hint: "
+                       f"{REBUILD}")
+
+
+# The generated ACS (mapgen/program.py) names what each statement moves in a comment: the
+# input scripts store `inputs[i] = a;  // input NAME`, the reads `userN = ...;  // output NAME`.
+_SCRIPT_INPUT = re.compile(r"^\s*inputs\[(\d+)\] = \w+;\s*// input (\S+)\s*$", re.M)
+_SCRIPT_OUTPUT = re.compile(r"^\s*user\d+ = GetSectorLightLevel\(\d+\);\s*// output (\S+)\s*$",
+                            re.M)
+
+
+def _scripts_problem(name: str, info: dict, source: str | None) -> str | None:
+    """The manifest's inputs and outputs against the names the map's ACS source (its
+    SCRIPTS lump) gives them, where it has one that names them."""
+    if not source:
+        return None   # a map in a part file, or a WAD without sources: the wiring only
+    # An input no lane of the map reads is not stored: compare the ones the source names.
+    ins = sorted((int(i), n) for i, n in _SCRIPT_INPUT.findall(source))
+    outs = set(_SCRIPT_OUTPUT.findall(source))
+    mine = info["inputs"]
+    if any(i >= len(mine) or mine[i] != n for i, n in ins):
+        return (f"{name} takes {', '.join(mine[:4])} by its manifest, but its scripts take "
+                f"{', '.join(n for _, n in ins[:4])}: the manifest is another map's")
+    if not outs <= set(info["outputs"]):
+        return (f"{name} hands on {', '.join(info['outputs'][:4])} by its manifest, but its "
+                f"scripts read {', '.join(sorted(outs)[:4])}: the manifest is another map's")
+    return None
 
 
 def read_netlist(path: str, contents: WadContents) -> Netlist | None:
@@ -70,8 +122,11 @@ def check_manifest(path: str, lump: str, infos, net: Netlist | None = None,
     if not isinstance(infos, dict) or not infos:
         raise bad("expected an object of maps (MAP01: {...})")
     names = sorted(infos)
-    if maps is not None and any(n not in maps for n in names):
-        missing = next(n for n in names if n not in maps)
+    def elsewhere(n) -> bool:   # a map of a WAD too big for one file: in its part file
+        return isinstance(infos[n], dict) and isinstance(infos[n].get("wad_part"), str)
+
+    if maps is not None and any(n not in maps and not elsewhere(n) for n in names):
+        missing = next(n for n in names if n not in maps and not elsewhere(n))
         raise bad(f"it describes map {str(missing)[:40]!r}, which the WAD does not have "
                   f"(it has {', '.join(maps) or 'no map'})")
     if maps is None and names != [f"MAP{k + 1:02d}" for k in range(len(names))]:
@@ -108,6 +163,10 @@ def _check_ints(info: dict, name: str, bad) -> None:
     for key in _INT_KEYS:
         if not _small(info.get(key)):
             raise bad(f"{name}.{key} is missing or not a small integer")
+    for key, most in (("init_tics", MAX_INIT_TICS), ("inference_tics", MAX_STEP_TICS)):
+        if info[key] > most:
+            raise bad(f"{name}.{key} = {info[key]:,} tics: no map VoodooNet builds takes "
+                      f"more than {most:,}")
     for key in ("ack_var", "read_ack_var"):
         if info[key] not in _USER_VARS:
             raise bad(f"{name}.{key} = {info[key]} is not a USER variable (1..60)")
@@ -139,6 +198,8 @@ def _check_parts(info: dict, name: str, bad) -> None:
     if pipe is not None:
         if not (isinstance(pipe, dict) and all(_small(pipe.get(k, 1)) for k in _PIPE_KEYS)
                 and all(_small(pipe.get(k)) for k in ("script", "beat_tics", "ii"))
+                and all(pipe.get(k, 1) <= MAX_STEP_TICS for k in ("beat_tics", "batch_period",
+                                                                 "batch"))
                 and isinstance(pipe.get("lags"), list) and all(map(_small, pipe["lags"]))
                 and len(pipe["lags"]) == len(info["outputs"])):
             raise bad(f"{name}.pipeline must be null or the beat's scripts, tics and one lag "

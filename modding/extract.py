@@ -654,33 +654,71 @@ def first_difference(a: Machine, b: Machine) -> str:
     return f"groups or outputs: {a.key()[2:]} vs {b.key()[2:]}"
 
 
-def read_maps(path: str) -> list[tuple[str, "object", bytes | None, dict | None]]:
-    """(map name, TextMap, BEHAVIOR, manifest or None) of every map in a WAD; the manifest
-    through the one reader every command uses (mapgen/wadcheck.read_manifest)."""
+def read_map(path: str, map_name: str | None = None
+             ) -> tuple[int, str, "object", bytes | None, dict | None]:
+    """(its index among the WAD's maps, name, TextMap, BEHAVIOR, manifest or None) of the
+    map `map_name` of a WAD (the only one when None); the manifest through the one reader
+    every command uses (mapgen/wadcheck.read_manifest). A map of a WAD too big for one file
+    is read from its part file beside it (mapgen/compile.map_file), checked first to be
+    the part the WAD was built with."""
     from acs.wad import read_wad
     from mapgen.wadcheck import read_manifest
 
     from .textmap import MapError, parse_textmap
 
     contents = read_wad(path)
-    lumps = dict(contents.lumps)
     infos = read_manifest(path, contents)
-    if not contents.maps:
+    # the maps in part files come first (write_wad fills the parts in order)
+    names = [n for n in infos if infos[n].get("wad_part")] + [m.name for m in contents.maps]
+    if not names:
         raise MapError(f"{path}: no UDMF map in this WAD")
-    out = []
-    for mp in contents.maps:
-        info = infos.get(mp.name)
-        behavior = mp.behavior
-        if info and info.get("embed"):  # a circuit embedded in someone's map: our library
-            library = info["embed"]["library"]
-            if library not in lumps:
-                raise MapError(f"{path}:{mp.name}: the manifest names the circuit's ACS "
-                               f"library {library[:40]!r}, which the WAD does not hold\n"
-                               "    hint: embed the circuit again")
-            behavior = lumps[library]
-        out.append((mp.name, parse_textmap(mp.textmap, f"{path}:{mp.name}:TEXTMAP"), behavior,
-                    info))
-    return out
+    if map_name is None and len(names) > 1:
+        raise ExtractError(f"{path} holds {len(names)} maps ({', '.join(names)}); name one "
+                           "with --map")
+    name = names[0] if map_name is None else map_name
+    if name not in names:
+        raise ExtractError(f"{path}: no map {map_name} (it has {', '.join(names)})")
+    info = infos.get(name)
+    if info and info.get("wad_part"):
+        contents = read_wad(_part(path, name, info))
+    mp = next((m for m in contents.maps if m.name == name), None)
+    if mp is None:
+        raise MapError(f"{path}: the manifest puts {name} in {info['wad_part']}, which has "
+                       "no such map\n    hint: rebuild the WAD")
+    return (names.index(name), name, parse_textmap(mp.textmap, f"{path}:{name}:TEXTMAP"),
+            _behavior(path, name, mp.behavior, info, dict(contents.lumps)), info)
+
+
+def _part(path: str, name: str, info: dict) -> str:
+    """The part file holding map `name`, the very one the WAD was built with (its
+    SHA-256 in the manifest), or an error naming it."""
+    import os
+
+    from dsl.util import file_digest
+    from mapgen.compile import map_file
+
+    full = map_file(path, info)
+    if not os.path.isfile(full):
+        raise ExtractError(f"{path}: its map {name} is in {info['wad_part']}, which is "
+                           "missing\n    hint: keep the parts beside the WAD")
+    if file_digest(full) != info.get("wad_part_sha256"):
+        raise ExtractError(f"{path}: {info['wad_part']} is not the part it was built with "
+                           f"(its map {name})\n    hint: rebuild the WAD")
+    return full
+
+
+def _behavior(path: str, name: str, behavior, info: dict | None, lumps: dict):
+    """The map's BEHAVIOR; for a circuit embedded in someone's map, our ACS library."""
+    from .textmap import MapError
+
+    if not (info and info.get("embed")):
+        return behavior
+    library = info["embed"]["library"]
+    if library not in lumps:
+        raise MapError(f"{path}:{name}: the manifest names the circuit's ACS library "
+                       f"{library[:40]!r}, which the WAD does not hold\n    hint: embed the "
+                       "circuit again")
+    return lumps[library]
 
 
 def extract_wad(path: str, map_name: str | None = None) -> Extracted:
@@ -688,14 +726,8 @@ def extract_wad(path: str, map_name: str | None = None) -> Extracted:
 
     from .machine import from_map
 
-    maps = read_maps(path)
-    if map_name is None and len(maps) > 1:
-        raise ExtractError(f"{path} holds {len(maps)} maps ({', '.join(m[0] for m in maps)}); "
-                           "name one with --map")
-    for name, tm, behavior, info in maps:
-        if map_name in (None, name):
-            where = f"{path}:{name}"
-            m = from_map(tm, behavior, where, info)
-            net_name = os.path.splitext(os.path.basename(path))[0]
-            return machine_netlist(m, net_name, where)
-    raise ExtractError(f"{path}: no map {map_name} (it has {', '.join(m[0] for m in maps)})")
+    _, name, tm, behavior, info = read_map(path, map_name)
+    where = f"{path}:{name}"
+    m = from_map(tm, behavior, where, info)
+    net_name = os.path.splitext(os.path.basename(path))[0]
+    return machine_netlist(m, net_name, where)

@@ -25,7 +25,7 @@ from mapgen import physics as P
 from mapgen.layout import ride_reach
 from mapgen.program import run_tics
 
-from .extract import ExtractError, machine_netlist, nodes_of, read_maps, solo_lines
+from .extract import ExtractError, machine_netlist, nodes_of, read_map, solo_lines
 from .machine import LOWER, RAISE, SET, Machine, from_circuit, from_map
 from .textmap import TextMap
 
@@ -483,15 +483,7 @@ def verify_map(path: str, map_name: str | None = None, runs: int = 8, seed: int 
     from dsl.parser import parse
     from mapgen.circuit import lower
 
-    maps = read_maps(path)
-    names = [m[0] for m in maps]
-    if map_name is None and len(maps) > 1:
-        raise ExtractError(f"{path} holds {len(maps)} maps ({', '.join(names)}); name one "
-                           "with --map")
-    idx = names.index(map_name) if map_name in names else 0 if map_name is None else None
-    if idx is None:
-        raise ExtractError(f"{path}: no map {map_name} (it has {', '.join(names)})")
-    name, tm, behavior, info = maps[idx]
+    idx, name, tm, behavior, info = read_map(path, map_name)
     where = f"{path}:{name}"
     rep = Report(where)
     m = from_map(tm, behavior, where, info)
