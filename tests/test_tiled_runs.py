@@ -161,4 +161,4 @@ def test_prev_of_an_input_runs_over_tiles(tmp_path, text, args, verdict):
     # the value crosses maps: the map reading prev takes it as an input, not its own lane's
     tiles = load_wad(str(tmp_path / "t.wad")).tiles
     assert len(tiles) == int(args[1]) and any(
-        n in t.inputs for t in tiles for n in ("x.prev", "c.prev.prev"))
+        n in t.inputs for t in tiles for n in ("x.prev", "c.prev2"))   # prev(prev(c)) is c.prev2
