@@ -20,6 +20,11 @@ def add_arguments(p) -> None:
                         "or qonnx's executor for QONNX) and the netlist's reference and "
                         "print N/N EXACT or the first difference (integer and quantised "
                         "graphs)")
+    p.add_argument("--ort-pairs", choices=("auto", "saturate", "exact"), default="auto",
+                   help="onnxruntime int8 graphs: how its u8s8 kernel's pair sums are read "
+                        "(docs/import.md): auto (default) as this machine's onnxruntime "
+                        "computes them (measured), saturate as x86 without VNNI does (16-bit "
+                        "pairs), exact as ONNX defines them (VNNI, ARM)")
     p.add_argument("--weight-bits", type=int, default=6,
                    help="float graphs: bits per weight (default 6)")
     p.add_argument("--clamp", type=int, default=15, help="float graphs: the relu clamp L "
@@ -76,6 +81,7 @@ def run(args) -> int:
     from interop.onnx_import import onnx_to_dnet
 
     import math
+    import sys
 
     guard([("-o", args.output)], [args.model, args.calibrate])
     if args.input_step is not None and not (math.isfinite(args.input_step)
@@ -91,14 +97,18 @@ def run(args) -> int:
     rng = None if args.input_range is None else _range(args.input_range)
     text = onnx_to_dnet(args.model, rng, args.input_step,
                         _calibration(args.calibrate), args.weight_bits, args.clamp, args.name,
-                        where=args.model)
+                        where=args.model, ort_pairs=args.ort_pairs)
+    for line in text.splitlines():  # what the header warns of, said where it is seen
+        if line.startswith("# warning: "):
+            print(f"{args.model}: {line[2:]}", file=sys.stderr)
     # Validated before anything is written; a problem names the model, not the output.
     net = parse(text, f"{args.model} (as imported)")
     verdict = None
     if args.check is not None:  # a refusal (a float graph, a runtime error) writes nothing
         from interop.runtime_check import check
 
-        verdict = check(args.model, net, args.check, rng, args.input_step, where=args.model)
+        verdict = check(args.model, net, args.check, rng, args.input_step, where=args.model,
+                        ort_pairs=args.ort_pairs)
     with writing(args.output, "the netlist"):
         atomic_write(args.output, text.encode())
     print(f"wrote {args.output}: network '{net.name}', {len(net.inputs)} inputs -> "

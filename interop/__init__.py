@@ -36,9 +36,10 @@ def from_torch(model, input_range=(0, 1), scales=None, clamps=None, name=None,
 
 
 def from_onnx(model, input_range=(0, 1), input_step=1.0, calibration=None, weight_bits=6,
-              clamp=15, name=None):
+              clamp=15, name=None, ort_pairs="auto"):
     """Import an ONNX model (a path, bytes or an onnx.ModelProto) as a netlist: an integer
     or quantised graph exactly, a float one quantised (interop/onnx_import.py)."""
     from interop.onnx_import import from_onnx as _from_onnx
 
-    return _from_onnx(model, input_range, input_step, calibration, weight_bits, clamp, name)
+    return _from_onnx(model, input_range, input_step, calibration, weight_bits, clamp, name,
+                      ort_pairs)

@@ -91,8 +91,10 @@ def _net_name(m, name: str | None) -> str:
 
 def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration=None,
                  weight_bits: int = 6, clamp: int = 15, name: str | None = None,
-                 where: str = "<onnx>") -> str:
-    """The .dnet text of an ONNX model (see the module docstring)."""
+                 where: str = "<onnx>", ort_pairs: str = "auto") -> str:
+    """The .dnet text of an ONNX model (see the module docstring). ort_pairs says how an
+    onnxruntime int8 graph's u8s8 pair sums are read (interop/ort_pairs.py): auto (as this
+    machine's onnxruntime computes them), saturate or exact."""
     onnx = onnx_module()
     m = load_model(model, where)
     consts = constants(m, where)
@@ -102,7 +104,8 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
     from interop.quant_graph import is_quantised, quantised_dnet
 
     if is_quantised(m):
-        return quantised_dnet(m, consts, input_range, input_step, _net_name(m, name), where)
+        return quantised_dnet(m, consts, input_range, input_step, _net_name(m, name), where,
+                              ort_pairs)
     input_range = (0, 1) if input_range is None else input_range
     input_step = 1.0 if input_step is None else input_step
     if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
@@ -132,13 +135,14 @@ def _check_step(input_step, where: str) -> None:
 
 
 def from_onnx(model, input_range=(0, 1), input_step: float = 1.0, calibration=None,
-              weight_bits: int = 6, clamp: int = 15, name: str | None = None):
+              weight_bits: int = 6, clamp: int = 15, name: str | None = None,
+              ort_pairs: str = "auto"):
     """A validated Netlist from an ONNX model (a path, bytes or an onnx.ModelProto)."""
     from dsl.parser import parse
 
     where = model if isinstance(model, str) else "<onnx>"
     text = onnx_to_dnet(model, input_range, input_step, calibration, weight_bits, clamp, name,
-                        where)
+                        where, ort_pairs)
     return parse(text, f"<from_onnx {where}>")
 
 

@@ -106,12 +106,15 @@ class Emitter:
     def _weighted(self, k, layer):
         """One vector per distinct staircase, then (if several) an identity gathering
         them in channel order."""
+        from interop import ort_pairs
         from interop.wide import fits, wide_layer
 
         if np.abs(layer.W).max(initial=0) > WEIGHT_LIMIT:
             raise VoodooError(f"{self.where}: layer {layer.name!r}: a weight beyond "
                               f"{WEIGHT_LIMIT}")
         bias = self._bias(layer)
+        if ort_pairs.emulated(layer):  # the excess of onnxruntime's saturated pair sums
+            ort_pairs.emit(self, k, layer)
         if not fits(layer, bias, self.layers[layer.src]):
             self.names[k] = wide_layer(self, k, layer, bias)
             return
@@ -122,11 +125,11 @@ class Emitter:
         if len(groups) == 1:
             self.names[k] = f"L{k}"
             self._group(f"L{k}", layer, list(range(len(layer.stairs))), bias,
-                        layer.stairs[0])
+                        layer.stairs[0], k)
             return
         parts = []
         for j, (st, chans) in enumerate(groups.items()):
-            self._group(f"L{k}g{j}", layer, chans, bias, st)
+            self._group(f"L{k}g{j}", layer, chans, bias, st, k)
             parts.append((f"L{k}g{j}", chans))
         self.names[k] = f"L{k}"
         self.out.append(f"neuron L{k}[{len(layer.stairs) * per}] : identity")
@@ -149,7 +152,9 @@ class Emitter:
                                              stride=c["stride"], padding=c["pad"])[0]
         return (layer.bias[:, None, None] - z * present.numpy().round().astype(np.int64))
 
-    def _group(self, name, layer, chans, bias, st):
+    def _group(self, name, layer, chans, bias, st, k):
+        from interop import ort_pairs
+
         per = int(np.prod(layer.shape[1:])) if layer.kind == "conv" else 1
         self.out.append(f"neuron {name}[{len(chans) * per}] : {gate_text(st)}")
         src = self.vec(layer.src)
@@ -165,6 +170,10 @@ class Emitter:
         b = np.concatenate([np.asarray(bias[ch]).reshape(-1) for ch in chans])
         if b.any():
             self.out.append(f"bias {name} = [{_ints(b)}]")
+        if ort_pairs.emulated(layer):
+            local = {ch * per + p: j * per + p for j, ch in enumerate(chans)
+                     for p in range(per)}
+            self.out += ort_pairs.narrow_lines(layer, k, name, local)
 
 
 def emit(layers, out, name: str, comment: str, where: str) -> str:

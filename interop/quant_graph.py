@@ -62,6 +62,7 @@ class QT:
     zero: int = 0             # its zero point (a DequantizeLinear / Quant subtracts it)
     scale: object = None      # float32 scale (per tensor) of its float value
     tensor: str = ""          # the graph's name for these integers (runtime_check reads it)
+    signed: bool = False      # stored as int8 (else uint8): onnxruntime's kernels differ
 
 
 @dataclass
@@ -76,6 +77,9 @@ class Acc:
     scale: np.ndarray         # float32 per output channel: sa * sw
     conv: dict = field(default_factory=dict)
     relu: bool = False
+    form: str = "qdq"         # qdq, qop (onnxruntime's QOperator) or qonnx: which kernel
+    wzero: np.ndarray | None = None   # the weights' zero point per output channel
+    wsigned: bool = True      # the weights are stored as int8 (else uint8)
 
 
 @dataclass
@@ -93,6 +97,7 @@ class Layer:
     lo: int = 0
     hi: int = 0
     name: str = ""
+    pairs: object = None      # interop/ort_pairs.Pairs: sums onnxruntime saturates, or None
 
 
 def fail(where: str, node, why: str, hint: str = "") -> None:
@@ -100,10 +105,10 @@ def fail(where: str, node, why: str, hint: str = "") -> None:
                       + (f"\n    hint: {hint}" if hint else ""))
 
 
-def quantised_dnet(m, consts, input_range, input_step, name, where) -> str:
+def quantised_dnet(m, consts, input_range, input_step, name, where, ort_pairs="auto") -> str:
     from interop.quant_emit import emit
     from interop.quant_read import Reader
 
-    r = Reader(m, consts, where)
+    r = Reader(m, consts, where, ort_pairs)
     layers, out = r.read(input_range, input_step)
     return emit(layers, out, name, r.comment(), where)

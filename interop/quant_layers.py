@@ -30,20 +30,22 @@ def _act(r, node, i: int) -> QT:
 
 
 def _weights(r, node, i: int, out_axis: int):
-    """(integers minus zero point with the output channel first, scale per output)."""
+    """(integers minus zero point with the output channel first, scale per output, zero
+    point per output, stored as int8)."""
     v = r.get(node, i)
     if not (isinstance(v, tuple) and v[0] == "wdeq"):
         fail(r.where, node, f"input {i} (the weights) is not a dequantised integer constant",
              "quantise the weights (a float weight is not an integer network)")
-    _, q, s, z, axis = v
+    _, q, s, z, axis, signed = v
     q = np.moveaxis(q, out_axis, 0)
     n = q.shape[0]
     s, z = np.asarray(s, F32).reshape(-1), np.asarray(z, np.int64).reshape(-1)
     if s.size not in (1, n) or z.size not in (1, n) or (s.size == n > 1 and axis % q.ndim
                                                         != out_axis % q.ndim):
         fail(r.where, node, "weight scales are not per tensor or per output channel")
-    zs = np.broadcast_to(z, (n,)).reshape((n,) + (1,) * (q.ndim - 1))
-    return q - zs, np.broadcast_to(s, (n,)).astype(F32)
+    zn = np.broadcast_to(z, (n,)).astype(np.int64)
+    return q - zn.reshape((n,) + (1,) * (q.ndim - 1)), np.broadcast_to(s, (n,)).astype(F32), \
+        zn, signed
 
 
 def _bias(r, node, i: int, n: int, scale: np.ndarray) -> np.ndarray:
@@ -54,7 +56,7 @@ def _bias(r, node, i: int, n: int, scale: np.ndarray) -> np.ndarray:
     if not (isinstance(v, tuple) and v[0] == "wdeq"):
         fail(r.where, node, "a float bias: the sum's rounding would depend on float "
              "arithmetic", "quantise the bias to int32 with scale input x weight scale")
-    _, q, s, z, _ = v
+    q, s, z = v[1:4]
     q = (q - np.asarray(z).reshape(-1)).reshape(-1)
     ratio = np.broadcast_to(np.asarray(s, np.float64).reshape(-1), (n,)) / scale
     k = np.round(np.log2(ratio))
@@ -70,24 +72,29 @@ def op_Gemm(r, node):
     if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
         fail(r.where, node, "transA, alpha or beta other than the defaults")
     x = _flat(r, node, _act(r, node, 0))
-    W, sw = _weights(r, node, 1, 0 if a.get("transB", 0) else 1)
-    return _dense(r, node, x, W, sw, 2)
+    return _dense(r, node, x, _weights(r, node, 1, 0 if a.get("transB", 0) else 1), 2)
 
 
 def op_MatMul(r, node):
     x = _flat(r, node, _act(r, node, 0))
-    W, sw = _weights(r, node, 1, 1)
-    return _dense(r, node, x, W, sw, None)
+    return _dense(r, node, x, _weights(r, node, 1, 1), None)
 
 
-def _dense(r, node, x: QT, W, sw, bias_input):
+def _form(r) -> str:
+    """QDQ (fused by onnxruntime into its integer kernels) or QONNX (qonnx's float32)."""
+    return "qonnx" if r.flavour == "QONNX" else "qdq"
+
+
+def _dense(r, node, x: QT, weights, bias_input):
+    W, sw, zw, signed = weights
     if W.ndim != 2 or W.shape[1] != int(np.prod(x.shape)):
         fail(r.where, node, f"weights of shape {list(W.shape)} for {int(np.prod(x.shape))} "
              "inputs")
     scale = (F32(x.scale) * sw).astype(F32)
     bias = _bias(r, node, bias_input, W.shape[0], scale) if bias_input else \
         np.zeros(W.shape[0], np.int64)
-    return Acc(x, "dense", W.astype(np.int64), bias, scale)
+    return Acc(x, "dense", W.astype(np.int64), bias, scale, form=_form(r), wzero=zw,
+               wsigned=signed)
 
 
 def op_Add(r, node):
@@ -101,11 +108,12 @@ def op_Add(r, node):
 
 def op_Conv(r, node):
     x = _act(r, node, 0)
-    W, sw = _weights(r, node, 1, 0)
+    W, sw, zw, signed = _weights(r, node, 1, 0)
     conv = _conv_params(r, node, x, W)
     scale = (F32(x.scale) * sw).astype(F32)
     bias = _bias(r, node, 2, W.shape[0], scale)
-    return Acc(x, "conv", W.astype(np.int64), bias, scale, conv)
+    return Acc(x, "conv", W.astype(np.int64), bias, scale, conv, form=_form(r), wzero=zw,
+               wsigned=signed)
 
 
 def _conv_params(r, node, x: QT, W) -> dict:
@@ -139,14 +147,16 @@ def _qop(r, node, x_i, w_i, y_i, bias_i, kind, out_axis):
         fail(r.where, node, "its input is not a quantised tensor")
     sa = F32(r.const(node, x_i + 1, "input scale").reshape(()))
     za = r.get(node, x_i + 2)
-    x = replace(x, zero=0 if za is None else int(za.reshape(-1)[0]), scale=sa)
+    x = replace(x, zero=0 if za is None else int(za.reshape(-1)[0]), scale=sa,
+                signed=za is not None and za.dtype == np.int8)
     Wq = r.const(node, w_i, "weights").astype(np.int64)
     sw = np.asarray(r.const(node, w_i + 1, "weight scale"), F32).reshape(-1)
     zw = r.get(node, w_i + 2)
     zw = np.zeros(1, np.int64) if zw is None else zw.astype(np.int64).reshape(-1)
     r.consts[f"{node.output[0]}#w"] = Wq  # the same weights as a QDQ graph's DequantizeLinear
-    r.env[f"{node.output[0]}#wdeq"] = ("wdeq", Wq, sw, zw, out_axis)
-    W, sw = _weights_of(r, node, out_axis)
+    signed = r.const(node, w_i, "weights").dtype == np.int8
+    r.env[f"{node.output[0]}#wdeq"] = ("wdeq", Wq, sw, zw, out_axis, signed)
+    W, sw, zw, signed = _weights_of(r, node, out_axis)
     if kind == "conv":
         x_shape_ok = len(x.shape) == 3
         if not x_shape_ok:
@@ -164,7 +174,7 @@ def _qop(r, node, x_i, w_i, y_i, bias_i, kind, out_axis):
     if W.ndim == 2 and W.shape[1] != int(np.prod(x.shape)):
         fail(r.where, node, f"weights of shape {list(W.shape)} for {int(np.prod(x.shape))} "
              "inputs")
-    acc = Acc(x, kind, W, bias, scale, conv)
+    acc = Acc(x, kind, W, bias, scale, conv, form="qop", wzero=zw, wsigned=signed)
     if y_i >= len(node.input) or not node.input[y_i]:
         fail(r.where, node, "no output scale (a float output)",
              "quantise the output too (QuantizeLinear after it)")
@@ -219,8 +229,8 @@ def requant(r, node, acc: Acc, f_of_M, sy, zy, qlo, qhi, how):
              "value: onnxruntime computes it in float", "use a zero point of 0 (uint8) after "
              "a Relu, as quantize_static does")
     lo, hi = acc_ranges(acc)
+    name = node.name or node.output[0]
     if how == "ort":
-        _no_saturation(r, node, acc)
         Ms = (acc.scale / F32(sy)).astype(F32)
         fs = [f_of_M(M) for M in Ms]
     else:
@@ -228,35 +238,21 @@ def requant(r, node, acc: Acc, f_of_M, sy, zy, qlo, qhi, how):
     stairs = _stairs(fs, lo, hi, [float(v) for v in acc.scale])
     k = r.add(Layer(acc.kind, acc.src.layer, _out_shape(acc), acc.W, acc.bias,
                     acc.src.zero, stairs, acc.conv, min(s.base for s in stairs),
-                    max(s.top for s in stairs), node.name or node.output[0]))
-    return QT(k, _out_shape(acc), r.layers[k].lo, r.layers[k].hi, zy, F32(sy))
+                    max(s.top for s in stairs), name, _pairs(r, acc, name)))
+    return QT(k, _out_shape(acc), r.layers[k].lo, r.layers[k].hi, zy, F32(sy),
+              signed=qlo < 0)
 
 
-def _no_saturation(r, node, acc: Acc) -> None:
-    """onnxruntime's u8s8 kernel on AVX2 without VNNI (MLAS, vpmaddubsw) adds adjacent
-    products a_2p w_2p + a_2p+1 w_2p+1 in 16 bits with saturation (measured on this
-    machine: [255, 255] . [127, 127] gives 32767), so its integers are the model's only
-    where no such pair can pass 32767. Proven here for raw activations within the source's
-    range (an int8 source also shifted by 128, as the kernel does), in the product's input
-    order; for a convolution, for any two weights of a filter (its column order is the
-    kernel's); otherwise refused, so the import means the same on every CPU."""
-    W = acc.W.reshape(acc.W.shape[0], -1)
-    lo, hi = acc.src.lo, acc.src.hi
-    top = max(abs(lo), abs(hi), abs(lo + 128), abs(hi + 128)) if lo < 0 else max(abs(lo),
-                                                                                abs(hi))
-    if acc.kind == "conv":
-        pos = np.sort(np.maximum(W, 0), 1)[:, -2:].sum(1)
-        neg = np.sort(np.maximum(-W, 0), 1)[:, -2:].sum(1)
-        worst = np.maximum(pos, neg) * top
-    else:
-        P = np.pad(W, ((0, 0), (0, W.shape[1] % 2))).reshape(W.shape[0], -1, 2)
-        worst = np.maximum(np.maximum(P, 0).sum(2), np.maximum(-P, 0).sum(2)) * top
-    if worst.max(initial=0) > 32767:
-        j = int(np.argmax(worst.max(1) if worst.ndim > 1 else worst))
-        fail(r.where, node, f"output {j}'s weights let two products reach "
-             f"{int(worst.max())}: onnxruntime's u8s8 kernel (AVX2) adds such pairs in 16 bits "
-             "and saturates, so its integers depend on the CPU",
-             "quantise with reduce_range=True (7-bit weights) or uint8 weights")
+def _pairs(r, acc: Acc, name: str):
+    """onnxruntime's u8s8 kernel's saturating pair sums of this layer (interop/ort_pairs.py),
+    noted in the netlist's header."""
+    from interop import ort_pairs
+
+    pairs = ort_pairs.find(acc, r.ort_pairs)
+    line = ort_pairs.note(pairs, name)
+    if line:
+        r.notes.append(line)
+    return pairs
 
 
 def _stairs(fs, lo, hi, keys) -> list:
@@ -302,6 +298,9 @@ def op_Reshape(r, node):
 
 
 def _reshaped(r, node, v, width):
+    if isinstance(v, str):  # the float input flattened before its quantisation
+        r.x_flat = True
+        return v
     qt = v[1] if isinstance(v, tuple) and v[0] == "deq" else v
     if not isinstance(qt, QT):
         fail(r.where, node, "a reshape of something that is not a quantised tensor")
@@ -366,17 +365,19 @@ def finish(r):
     name = r.m.graph.output[0].name
     v = r.env.get(name)
     if isinstance(v, QT):
-        r.out_int = ("int", v.tensor, None, 0)
+        r.out_int = ("int", name, None, 0)
         return v
     if isinstance(v, tuple) and v[0] == "deq":
         qt = v[1]
-        r.out_int = ("int", qt.tensor, None, 0) if qt.tensor else ("float", name, v[2], v[3])
+        # read from the graph's own output: naming an inner tensor as an output would
+        # change what onnxruntime fuses, and so its integers
+        r.out_int = ("float", name, v[2], v[3])
         return qt
     if isinstance(v, Acc):  # a last Gemm without a quantiser: its integer accumulators
         lo, hi = acc_ranges(v)
         k = r.add(Layer(v.kind, v.src.layer, _out_shape(v), v.W, v.bias, v.src.zero,
                         [None] * v.W.shape[0], v.conv, int(lo.min()), int(hi.max()),
-                        "output"))
+                        "output", _pairs(r, v, "output")))
         r.out_int = ("float", name, v.scale, 0)
         return QT(k, _out_shape(v), int(lo.min()), int(hi.max()))
     fail(r.where, r.m.graph.node[-1], "the graph's output is not a quantised tensor")
@@ -402,7 +403,8 @@ def op_QLinearAdd(r, node):
     z = 0 if zc is None else int(zc.reshape(-1)[0])
     k = r.add(Layer("table", qt.layer, qt.shape, bias=table, lo=int(table.min()),
                     hi=int(table.max()), name=node.name or node.output[0]))
-    return QT(k, qt.shape, int(table.min()), int(table.max()), z, F32(sc.reshape(())))
+    return QT(k, qt.shape, int(table.min()), int(table.max()), z, F32(sc.reshape(())),
+              signed=zc is not None and zc.dtype == np.int8)
 
 
 def _tabulate(r, node, qt: QT, slot: int) -> np.ndarray:

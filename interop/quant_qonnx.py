@@ -56,7 +56,7 @@ def quant(r, node):
     if isinstance(x, np.ndarray):  # weights or a bias
         q = S.qonnx_quant_int(x, s, z, lo, hi, mode)
         axis = int(np.argmax(s.shape)) if s.size > 1 else 0
-        return ("wdeq", q, s.reshape(-1), z.astype(np.int64).reshape(-1), axis)
+        return ("wdeq", q, s.reshape(-1), z.astype(np.int64).reshape(-1), axis, True)
     if isinstance(x, Acc):
         return _requant(r, node, x, s, z, lo, hi, mode)
     fail(r.where, node, "quantises a tensor that is neither the input, a constant nor a "

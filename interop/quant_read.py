@@ -27,18 +27,21 @@ def _pow2(v) -> bool:
 class Reader:
     """Walks the graph's nodes in order, keeping what each tensor is (see QT, Acc)."""
 
-    def __init__(self, m, consts: dict, where: str):
+    def __init__(self, m, consts: dict, where: str, ort_pairs: str = "auto"):
         self.m, self.consts, self.where = m, consts, where
+        self.ort_pairs = ort_pairs   # onnxruntime's u8s8 pair sums: auto, saturate, exact
+        self.notes: list[str] = []   # warnings for the netlist's header
         self.env: dict[str, object] = {}
         self.layers: list[Layer] = []
         self.flavour = "QONNX" if any(n.op_type == "Quant" for n in m.graph.node) \
             else "onnxruntime"
         self.out_int = None      # how --check reads the runtime's integers (runtime_check)
+        self.x_flat = False      # the input is flattened before its quantisation
 
     def comment(self) -> str:
         return (f"read exactly from a {self.flavour} quantised graph by interop/quant_read.py"
                 f"\n{len(self.layers)} integer layers; input x is the integer the model sees "
-                f"as x * {self.step!r}")
+                f"as x * {self.step!r}" + "".join(f"\nwarning: {n}" for n in self.notes))
 
     # -- the walk -----------------------------------------------------------------------
     def read(self, input_range, input_step):
@@ -91,6 +94,8 @@ class Reader:
         if len(self.x_dims) not in (2, 4) or any(d <= 0 for d in dims):
             fail(self.where, node, f"the input's shape {self.x_dims} is not (1, N) or "
                  "(1, C, H, W) with fixed sizes")
+        if self.x_flat:
+            dims = [int(np.prod(dims))]
         if self.input_range is None:  # the integers the model's own quantisation reads
             self.input_range = (qlo - zero, qhi - zero)
         if self.step is None:
@@ -104,7 +109,8 @@ class Reader:
         self.add(Layer("input", shape=tuple(dims), lo=lo, hi=hi))
         k = self.add(Layer("quantize", 0, tuple(dims), bias=table, lo=int(table.min()),
                            hi=int(table.max())))
-        return QT(k, tuple(dims), int(table.min()), int(table.max()), zero, scale)
+        return QT(k, tuple(dims), int(table.min()), int(table.max()), zero, scale,
+                  signed=qlo < 0)
 
     def op_QuantizeLinear(self, node):
         a = self.get(node, 0)
@@ -141,7 +147,8 @@ class Reader:
                 fail(self.where, node, "a per-axis dequantisation of activations")
             return ("deq", a, F32(s.reshape(())), int(z.reshape(-1)[0]))
         if isinstance(a, np.ndarray) and a.dtype.kind in "iu":
-            return ("wdeq", a.astype(np.int64), s, z, _attrs(node).get("axis", 1))
+            return ("wdeq", a.astype(np.int64), s, z, _attrs(node).get("axis", 1),
+                    a.dtype == np.int8)
         fail(self.where, node, "dequantises something that is not quantised integers")
 
     def op_Quant(self, node):

@@ -24,11 +24,14 @@ class Verdict:
     exact: int
     runtime: str
     first: str = ""          # the first difference, described
+    row: int = -1            # its input
+    why: str = ""            # its cause, where known
 
     def line(self) -> str:
         verdict = "EXACT" if self.exact == self.total else "MISMATCH"
         text = f"{self.exact}/{self.total} {verdict} against {self.runtime}"
-        return text + (f"\n  first difference: {self.first}" if self.first else "")
+        text += f"\n  first difference: {self.first}" if self.first else ""
+        return text + (f"\n  because {self.why}" if self.why else "")
 
 
 def inputs(net, n: int, seed: int = 0) -> np.ndarray:
@@ -41,20 +44,23 @@ def inputs(net, n: int, seed: int = 0) -> np.ndarray:
 
 
 def check(model, net, n: int, input_range=None, input_step=None, where: str = "<onnx>",
-          seed: int = 0) -> Verdict:
-    """Run n inputs through the model's runtime and the netlist's reference."""
+          seed: int = 0, ort_pairs: str = "auto") -> Verdict:
+    """Run n inputs through the model's runtime and the netlist's reference (imported
+    with the same ort_pairs, interop/ort_pairs.py)."""
     from dsl.reference import evaluate
     from interop.onnx_check import constants, load_model
     from interop.quant_graph import is_quantised
 
     m = load_model(model, where)
     x = inputs(net, n, seed)
-    want = np.asarray(evaluate(net, x.tolist()).last_outputs(), dtype=np.int64)
+    res = evaluate(net, x.tolist())
+    want = np.asarray(res.last_outputs(), dtype=np.int64)
+    r = None
     try:
         if is_quantised(m):
             from interop.quant_read import Reader
 
-            r = Reader(m, constants(m, where), where)
+            r = Reader(m, constants(m, where), where, ort_pairs)
             r.read(input_range, input_step)
             got, runtime = _quantised(m, r, x)
         else:
@@ -64,7 +70,27 @@ def check(model, net, n: int, input_range=None, input_step=None, where: str = "<
     except Exception as e:  # the runtime's own refusal of the model
         raise VoodooError(f"{where}: the model's runtime cannot run it: "
                           f"{str(e).strip().splitlines()[0][:200]}") from None
-    return _compare(x, want, got, runtime)
+    v = _compare(x, want, got, runtime)
+    if v.first and r is not None:
+        v.why = _why(r, net, res, v.row)
+    return v
+
+
+def _why(r, net, res, row: int) -> str:
+    """Why the netlist and onnxruntime differ on this input, where it is known: a pair sum
+    its u8s8 kernel saturated that the netlist (imported with --ort-pairs exact, or where
+    onnxruntime sums exactly) did not."""
+    from interop import ort_pairs
+    from interop.quant_emit import Emitter
+
+    if not any(getattr(L, "pairs", None) is not None for L in r.layers):
+        return ""
+    e = Emitter(r.layers, r.where)
+    for k, layer in enumerate(r.layers):
+        e.emit(k, layer)
+    values = {k: res.value[row, -1, net.groups[name]] for k, name in e.names.items()
+              if name in net.groups}
+    return ort_pairs.first_saturation(r.layers, values, lambda L: L.name)
 
 
 def _compare(x, want, got, runtime) -> Verdict:
@@ -73,6 +99,7 @@ def _compare(x, want, got, runtime) -> Verdict:
     if not same.all():
         k = int(np.flatnonzero(~same)[0])
         j = int(np.flatnonzero(want[k] != got[k])[0])
+        v.row = k
         v.first = (f"input #{k} {x[k].tolist()[:16]}{' ...' if x.shape[1] > 16 else ''}: "
                    f"output {j} is {want[k, j]} in the netlist, {got[k, j]} in {runtime}")
     return v
@@ -109,26 +136,28 @@ def _quantised(m, r, x):
     else:
         outs = _ort(m, r, x, name, kind)
         runtime = "onnxruntime"
-    if kind == "float":  # the runtime's float is scale * (q - zero), exactly
-        s = np.asarray(scale, np.float64).reshape(1, -1)
-        q = outs.astype(np.float64) / s + zero
-        outs = np.where(q == np.round(q), q, np.nan)
-    return np.asarray(outs, dtype=np.float64).round().astype(np.int64) \
-        if np.all(np.isfinite(outs)) else np.nan_to_num(outs, nan=-(2 ** 62)).astype(np.int64), \
-        runtime
+    if kind == "float":
+        return _integers(outs, scale, zero), runtime
+    return np.asarray(outs).astype(np.int64), runtime
+
+
+def _integers(y: np.ndarray, scale, zero) -> np.ndarray:
+    """The integers q whose dequantisation `f32(f32(q - zero) * scale)` (DequantizeLinear,
+    or an integer kernel's float output) is exactly y; a value of no such form is reported
+    as -2^62, which no netlist output equals."""
+    s = np.asarray(scale, np.float32).reshape(1, -1)
+    y = np.asarray(y, np.float32)
+    q = np.rint(y.astype(np.float64) / s.astype(np.float64))
+    ok = np.isfinite(q) & ((q.astype(np.float32) * s).astype(np.float32) == y)
+    return np.where(ok, np.nan_to_num(q) + zero, -(2 ** 62)).astype(np.int64)
 
 
 def _ort(m, r, x, name, kind) -> np.ndarray:
-    """onnxruntime at its default optimisation level, reading the integer tensor."""
-    import onnx
+    """onnxruntime at its default optimisation level, running the model as it is (another
+    output would change what it fuses into its integer kernels) and reading its output."""
     import onnxruntime as ort
 
-    m2 = onnx.ModelProto()
-    m2.CopyFrom(m)
-    if kind == "int" and name not in [o.name for o in m2.graph.output]:
-        del m2.graph.output[:]
-        m2.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-    sess = ort.InferenceSession(m2.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     inp = sess.get_inputs()[0].name
     out = [o.name for o in sess.get_outputs()].index(name)
     return np.stack([np.asarray(sess.run(None, {inp: f})[out]).reshape(-1)

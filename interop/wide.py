@@ -45,11 +45,16 @@ RADIX = 256
 def acc_bounds(layer, bias, src) -> tuple[int, int]:
     """The proven range of the layer's accumulators as the netlist forms them: the
     source's values times the weights, plus the folded bias."""
+    from interop import ort_pairs
+
     W = layer.W.reshape(layer.W.shape[0], -1)
-    lo = np.minimum(W * src.lo, W * src.hi).sum(1)
-    hi = np.maximum(W * src.lo, W * src.hi).sum(1)
     b = np.asarray(bias).reshape(len(W), -1)
-    return int((lo[:, None] + b).min()), int((hi[:, None] + b).max())
+    lo = np.minimum(W * src.lo, W * src.hi).sum(1)[:, None] + b
+    hi = np.maximum(W * src.lo, W * src.hi).sum(1)[:, None] + b
+    if ort_pairs.emulated(layer):  # onnxruntime's saturated pairs, subtracted or added
+        down, up = ort_pairs.bounds(layer, src)
+        lo, hi = lo - down.reshape(lo.shape), hi + up.reshape(hi.shape)
+    return int(lo.min()), int(hi.max())
 
 
 def fits(layer, bias, src) -> bool:
@@ -119,8 +124,8 @@ def _partials(W: np.ndarray, planes) -> list[tuple[int, int, int]]:
             while b < Wa.shape[1] and (span + Wa[:, b] * dmax).max() <= PART:
                 span += Wa[:, b] * dmax
                 b += 1
-            if b == a:
-                raise VoodooError("one term is wider than a partial sum")
+            if b == a:  # one term wider than PART (uint8 weights less their zero point
+                b = a + 1  # reach 255): a partial of its own, its lanes a little longer
             out.append((p, a, b))
             a = b
     return out
@@ -170,16 +175,17 @@ def wide_layer(e, k, layer, bias) -> str:
     n = W.shape[0] * per
     parts = _partials(W, planes)
     C0 = np.asarray(bias, np.int64).reshape(-1) + src.lo * _present(layer, W)
-    coefs, tops = [], []
+    coefs, v_span = [], np.zeros(n, np.int64)
     for g, (p, a, b) in enumerate(parts):
         plane, c, dmax = planes[p]
         lines, Wg = _partial_lines(layer, plane, a, b)
         lo_g = np.repeat(np.minimum(Wg, 0).sum(1) * dmax, per)
-        top = int(np.abs(Wg).sum(1).max()) * dmax
+        tops_g = np.abs(Wg).sum(1) * dmax
+        top = int(tops_g.max())
         C0 = C0 + c * lo_g
         coefs.append(c)
         R = RADIX // c  # c * (R h + l) = 256 h + c l, with c l at most 256 - c
-        tops.append(top // R)
+        v_span += np.repeat(tops_g // R, per)
         # every relu has its max written (issue 37 item 16: a vector's elements' own
         # maxima are not all kept by export --json); floor(P / R) never passes top // R
         e.out += [f"neuron H{k}_{g}[{n}] : relu(s={R}, max={top // R})"]
@@ -189,35 +195,53 @@ def wide_layer(e, k, layer, bias) -> str:
         e.out += [t.replace("{dst}", f"U{k}_{g}") for t in lines]
         e.out += [f"lines H{k}_{g} -> U{k}_{g} diag [{_ints(np.full(n, -R))}]",
                   f"bias U{k}_{g} = [{_ints(-lo_g)}]"]
+    terms = [{f"U{k}_{g}": c} for g, c in enumerate(coefs)]
+    extra_v, v_more = [], (0, 0)
+    from interop import ort_pairs
+
+    if ort_pairs.emulated(layer):  # onnxruntime's saturated pairs: into V and U
+        extra_v, more, const, v_more = ort_pairs.wide_parts(e, k, layer)
+        terms += more
+        C0 = C0 + const
     low, high = C0 % RADIX, C0 // RADIX
-    _check_v(e, layer, bias, high, [int(t) for t in tops], len(coefs))
-    carries, u = _carries(e, k, n, [{f"U{k}_{g}": c} for g, c in enumerate(coefs)], low)
-    ctx = {"k": k, "n": n, "coefs": coefs, "low": low, "high": high, "per": per,
-           "carries": carries, "u": u}
+    v_range = _check_v(e, layer, bias, high, v_span + 2 * len(terms) + 2, v_more)  # + carries
+    carries, u, u_const = _carries(e, k, n, terms, low)
+    ctx = {"k": k, "n": n, "coefs": coefs, "low": u_const, "high": high, "per": per,
+           "carries": carries, "u": u, "extra_v": extra_v, "v_range": v_range}
     return _staircases(e, layer, bias, ctx)
 
 
-def _check_v(e, layer, bias, high, h_tops: list[int], n_parts: int) -> None:
-    """V (the accumulator / 256) and V minus a threshold's block (the m_j lights) must
-    fit a light: refused otherwise, naming the layer and its proven range."""
-    v_lo = int(high.min())
-    v_hi = int(high.max()) + sum(h_tops) + n_parts + 1
-    if v_lo - (v_hi + 1) < -LIGHT - 1 or v_hi - v_lo > LIGHT:
-        _refuse(e, layer, bias, f"even its accumulator / 256 spans {v_lo}..{v_hi}")
+def _check_v(e, layer, bias, high, span, more=(0, 0)):
+    """V (the accumulator / 256) must fit a light, element by element: from floor(C0 /
+    256) up by every h_g's and carry's largest (`span`), and as far as onnxruntime's
+    saturated pairs move it (`more`, down and up); refused otherwise, naming the layer and
+    its proven range. Returns V's range per element (the m_j lights are checked with
+    their thresholds, `_group`)."""
+    v_lo, v_hi = high - more[0], high + span + more[1]
+    if v_lo.min() < -LIGHT - 1 or v_hi.max() > LIGHT:
+        _refuse(e, layer, bias, f"even its accumulator / 256 reaches {int(v_lo.min())}.."
+                f"{int(v_hi.max())}")
+    return v_lo, v_hi
 
 
 BATCH = 7   # terms of at most 255 per carry: its lane's doors span at most 2,048
 
 
-def _carries(e, k: int, n: int, terms: list[dict], low) -> tuple[list[str], dict]:
+def _carries(e, k: int, n: int, terms: list[dict], low):
     """Carries in a tree: each carry takes up to BATCH terms in 0..255 (linear in lanes),
     and leaves the term `sum - 256 carry` in 0..255 for the next level, until one term is
-    left: U. Returns the carries (each adds 1 to V) and U as {vector: weight} (its
-    constant, C0 mod 256, is in the first carry's bias and added by the callers)."""
+    left: U. Returns the carries (each adds 1 to V), U as {vector: weight} and U's
+    constant (C0 mod 256, in the first carry's bias, or 0 when a lane holds it), which
+    the callers add.
+
+    A term left by a batch of batches is a lane of its own (`R`, relu 0..255) when another
+    level follows: as a sum of lanes, its proven range (every term's, less 256 times every
+    carry's) would grow with each level past what the lights reading it hold."""
     carries, level = [], 0
     consts = [low] + [None] * (len(terms) - 1)   # the constant rides with the first term
     while True:
         new, new_consts = [], []
+        last = len(terms) <= BATCH
         for b in range(0, len(terms), BATCH):
             batch, const = terms[b:b + BATCH], consts[b]
             name = f"C{k}_{level}_{b // BATCH}"
@@ -232,29 +256,51 @@ def _carries(e, k: int, n: int, terms: list[dict], low) -> tuple[list[str], dict
             if const is not None:
                 e.out.append(f"bias {name} = [{_ints(const)}]")
             total[name] = total.get(name, 0) - RADIX
+            carries.append(name)
+            if level >= 1 and not last:
+                total, const = _lane(e, f"R{k}_{level}_{b // BATCH}", n, total, const)
             new.append(total)
             new_consts.append(const)
-            carries.append(name)
         if len(new) == 1:
-            return carries, new[0]
+            return carries, new[0], np.zeros(n, np.int64) if new_consts[0] is None \
+                else new_consts[0]
         terms, consts, level = new, new_consts, level + 1
+
+
+def _lane(e, name: str, n: int, total: dict, const) -> tuple[dict, None]:
+    """A term (a sum of lanes in 0..255, its constant included) as a relu lane of its own."""
+    e.out.append(f"neuron {name}[{n}] : relu(s=1, max={RADIX - 1})")
+    e.out += [f"lines {v} -> {name} diag [{_ints(np.full(n, w))}]" for v, w in total.items()]
+    if const is not None:
+        e.out.append(f"bias {name} = [{_ints(const)}]")
+    return {name: 1}, None
+
+
+def _sums(e, ctx) -> None:
+    """V = sum h_g + every carry (+ the saturated pairs' part), and U = sum c_g l_g - 256 *
+    carries, as identity vectors VS and US: free in a map (their readers take their lines)
+    and written once for all their readers. Their constants are the readers' biases."""
+    k, n = ctx["k"], ctx["n"]
+
+    def diag(src, dst, w=1):
+        return f"lines {src} -> {dst} diag [{_ints(np.full(n, w))}]"
+    e.out.append(f"neuron VS{k}[{n}] : identity")
+    e.out += [diag(f"H{k}_{g}", f"VS{k}") for g in range(len(ctx["coefs"]))]
+    e.out += [diag(c, f"VS{k}") for c in ctx["carries"] + ctx["extra_v"]]
+    e.out.append(f"neuron US{k}[{n}] : identity")
+    e.out += [diag(v, f"US{k}", w) for v, w in ctx["u"].items()]
 
 
 def _v_lines(dst: str, chans, ctx) -> list[str]:
     """V = sum h_g + every carry + floor(C0 / 256), into dst (its element j is element
     chans[j] of the layer); the constant is the caller's bias."""
-    k = ctx["k"]
-    pairs = [(ch, j) for j, ch in enumerate(chans)]
-    out = [_wire(f"H{k}_{g}", dst, pairs) for g in range(len(ctx["coefs"]))]
-    out += [_wire(c, dst, pairs) for c in ctx["carries"]]
-    return out
+    return [_wire(f"VS{ctx['k']}", dst, [(ch, j) for j, ch in enumerate(chans)])]
 
 
 def _u_lines(dst: str, chans, ctx) -> list[str]:
     """U = sum c_g l_g + C0 mod 256 - 256 * carries, in 0..255 (the constant is the
     caller's bias)."""
-    pairs = [(ch, j) for j, ch in enumerate(chans)]
-    return [_wire(v, dst, pairs, w) for v, w in ctx["u"].items()]
+    return [_wire(f"US{ctx['k']}", dst, [(ch, j) for j, ch in enumerate(chans)])]
 
 
 def _staircases(e, layer, bias, ctx) -> str:
@@ -267,6 +313,7 @@ def _staircases(e, layer, bias, ctx) -> str:
         groups.setdefault(st, []).extend(range(ch * per, (ch + 1) * per))
     y = f"Y{k}"
     out_lines = []
+    _sums(e, ctx)
     for q, (st, chans) in enumerate(groups.items()):
         if st is None:
             _refuse(e, layer, bias, "an unquantised wide output is not read")
@@ -305,6 +352,11 @@ def _group(e, layer, bias, st, chans, tag: str, ctx) -> list[str]:
         N = np.where(idx < len(xs), np.floor_divide(x, RADIX), v_lo)
         nu = np.where(idx < len(xs), np.mod(x, RADIX), RADIX)
         t = f"{tag}_{j}"
+        low_v, high_v = (r[chans] for r in ctx["v_range"])   # V's own range, per element
+        if (low_v - N.max()).min() < -LIGHT - 1 or (high_v - N.min()).max() > LIGHT:
+            _refuse(e, layer, bias, f"its accumulator / 256 ({int(low_v.min())}.."
+                    f"{int(high_v.max())}) less a threshold's block ({int(N.min())}.."
+                    f"{int(N.max())}) would pass a light")
         e.out += [f"neuron N{t}[{m}] : lut({st.base}..{st.top}, [{_ints(N)}])",
                   f"lines G{tag} -> N{t} diag [{_ints(np.ones(m))}]",
                   f"neuron n{t}[{m}] : lut({st.base}..{st.top}, [{_ints(nu)}])",

@@ -13,6 +13,10 @@ Run twice, it writes the same bytes (checked with `cmp` against the files here).
   channel); a tiny MLP for the engine; an MLP written as MatMul + Add (QLinearMatMul +
   QLinearAdd); and the MNIST MLP of circuits/mnist_small.dnet
   (its trained weights, as a float model on inputs x / 3) quantised the same way;
+- onnxruntime int8 with quantize_static's defaults (QDQ, int8 activations and weights, per
+  tensor, full 8-bit weights): a tiny MLP, an MLP and a CNN, whose pair sums onnxruntime's
+  u8s8 kernel saturates on x86 without VNNI (interop/ort_pairs.py), and the MLP in
+  QOperator form (int8 by int8: MLAS's exact kernel);
 - QONNX from Brevitas (export_qonnx): a 4-bit MLP, a 4-bit CNN with a max pool and one
   with an average pool (TruncAvgPool2d: AveragePool + Trunc), with fixed-point
   (power-of-two) scales and Int32Bias, their activation scales set from seeded batches.
@@ -82,6 +86,12 @@ def ort_models(tmp: str) -> None:
                             quant_format=fmt, per_channel=per_channel,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                             reduce_range=True)
+        if name in ("tiny", "mlp", "cnn"):  # every default: what most people run
+            quantize_static(f, os.path.join(OUT, f"ort_default_{name}_qdq.onnx"),
+                            _reader(shape))
+        if name == "mlp":
+            quantize_static(f, os.path.join(OUT, f"ort_default_{name}_qop.onnx"),
+                            _reader(shape), quant_format=QuantFormat.QOperator)
 
 
 def _matmul_add(path: str) -> None:
