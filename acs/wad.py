@@ -61,9 +61,24 @@ def mapinfo_titles(text: str) -> dict[str, str]:
             for m in _MAPINFO_MAP.finditer(text)}
 
 
-def make_mapinfo(maps: list[MapLump]) -> str:
-    """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map."""
+PLAYER_CLASS = "VoodooPlayer"
+DEFAULT_STEP = 24   # the Doom player's MaxStepHeight
+
+
+def player_class(step_height: int) -> str:
+    """DECORATE for the player class of a WAD whose lanes rise in single steps: Doom's
+    player, stepping up `step_height` (voodoo dolls are the player's class)."""
+    return (f"// The player class of this WAD (MAPINFO gameinfo): Doom's player, stepping up\n"
+            f"// {step_height} units so that voodoo dolls climb a lane's rises at lane speed.\n"
+            f"actor {PLAYER_CLASS} : DoomPlayer\n{{\n    MaxStepHeight {step_height}\n}}\n")
+
+
+def make_mapinfo(maps: list[MapLump], step_height: int = DEFAULT_STEP) -> str:
+    """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map, and the
+    player class when the dolls step higher than Doom's player (`player_class`)."""
     out = []
+    if step_height > DEFAULT_STEP:
+        out.append(f'gameinfo\n{{\n    playerclasses = "{PLAYER_CLASS}"\n}}\n')
     for m in maps:
         # Name the sky: without it, sky ceilings draw as a missing-texture checkerboard.
         out.append(f"map {m.name} {_quote(m.title or m.name)}\n{{\n    sky1 = \"SKY1\", 0\n}}\n")
@@ -104,9 +119,11 @@ def map_group(m: MapLump):
 
 
 def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
-              extra_lumps: dict[str, bytes] | None = None) -> None:
+              extra_lumps: dict[str, bytes] | None = None,
+              step_height: int = DEFAULT_STEP) -> None:
     """Write a PWAD holding `maps` (in order) and a MAPINFO lump (`mapinfo` verbatim, or
-    one made from the maps' titles), then `extra_lumps` (name -> data, in order).
+    one made from the maps' titles and `step_height`, with a DECORATE lump declaring the
+    player class when it is above Doom's), then `extra_lumps` (name -> data, in order).
     Same inputs give the same bytes."""
     import omg
 
@@ -115,8 +132,10 @@ def write_wad(path: str, maps: list[MapLump], mapinfo: str | None = None,
         raise WadError(f"{path}: a WAD needs at least one map")
     _check_maps(path, maps)
     wad = omg.WAD()
-    text = mapinfo if mapinfo is not None else make_mapinfo(maps)
+    text = mapinfo if mapinfo is not None else make_mapinfo(maps, step_height)
     wad.data["MAPINFO"] = omg.Lump(text.encode("utf-8"))
+    if mapinfo is None and step_height > DEFAULT_STEP:
+        wad.data["DECORATE"] = omg.Lump(player_class(step_height).encode("utf-8"))
     for name, data in (extra_lumps or {}).items():
         wad.data[name] = omg.Lump(bytes(data))
     for m in maps:

@@ -81,6 +81,10 @@ def check_geometry(layout: Layout) -> list[Diagnostic]:
     out = []
     names = _names(layout)
     net = layout.circuit.net
+    # What a doll climbs within one tic's ride: MAX_RISE up ramp stairs, or, on steep lanes,
+    # what the WAD's player class steps up, shared by at most two rises (lanes.step_height).
+    climb = (layout.step_height - P.MAX_STEP) // 2 if layout.circuit.steep else P.MAX_RISE
+    climb = max(climb, P.MAX_RISE)
     for g in layout.lanes:
         node = net.nodes[g.lane.node]
         who = names[g.lane.node]
@@ -93,9 +97,9 @@ def check_geometry(layout: Layout) -> list[Diagnostic]:
                                                 f"headroom at x={b.x0:g}, less than the doll's "
                                                 f"{P.DOLL_HEIGHT}", "a bug in the layout: "
                                                 "static ceilings must clear every floor"))
-            if b.floor - a.floor > P.MAX_RISE:
+            if b.floor - a.floor > climb:
                 out.append(Diagnostic(node.pos, f"lane of '{who}': a rise of {b.floor - a.floor} "
-                                                f"at x={b.x0:g}, more than the {P.MAX_RISE} a doll "
+                                                f"at x={b.x0:g}, more than the {climb} a doll "
                                                 "climbs at lane speed",
                                       "a bug in the layout: ramps must split every rise"))
             if b.floor < a.floor:
@@ -124,7 +128,8 @@ def stop_points(g) -> list[tuple[float, str]]:
     """Every x where the centre of this lane's doll can come to rest: in contact with a door
     face or the end wall (closed doors block; the end wall always does), its spawn point,
     and the point it is parked at between rides. Ramps do not stop it (physics.MAX_RISE)."""
-    points = [(g.spawn[0], "its spawn point"), (g.start[0], "its parking point")]
+    points = [(g.spawn[0], "its spawn point"), (g.start[0], "its parking point"),
+              (g.segments[0].x1 - P.DOLL_RADIUS, "its spawn strip's end")]
     points += [(s.x0 - P.DOLL_RADIUS, f"door {s.door}'s face") for s in g.segments
                if s.kind == "door"]
     points.append((g.segments[-1].x1 - P.DOLL_RADIUS, "the lane's end wall"))

@@ -29,6 +29,7 @@ from dsl.ir import Identity, Input, Lut, Netlist, Prev, Relu, Spike, Step
 from dsl.lower import lower_products
 from dsl.diagnostics import CompileError, Diagnostic, Pos
 
+from . import carry as carry_model
 from . import physics as P
 
 
@@ -96,6 +97,9 @@ class Circuit:
     # How dolls ride: "glide" (released with their speed onto frictionless lanes) or
     # "conveyor" (every lane a conveyor: the geometry before, kept to measure against).
     carry: str = "glide"
+    # Lanes without ramp stairs (the dolls' class steps up each rise): gliding maps, unless a
+    # map cannot declare the player class (a circuit embedded in someone else's map).
+    steep: bool = True
 
     def light(self, tag: int) -> Light:
         return self._by_tag[tag]
@@ -163,22 +167,28 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 
 
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
-          door_budget: int | None = None, carry: str = "glide") -> Circuit:
+          door_budget: int | None = None, carry: str = "glide",
+          steep: bool | None = None) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
     `door_budget`, staircases longer than that are split into parallel sub-lanes
-    (split_lanes)."""
+    (split_lanes); without one, gliding lanes are split where mapgen/carry.py's cost model
+    finds a step cheaper (carry="conveyor": the old geometry, never split)."""
     lw = _Lowering(lower_products(net), first_tag)
     lw.make_lights()
     lw.expand_identities()
     lw.make_lanes()
+    steep = carry == "glide" if steep is None else steep
     if door_budget is not None:
         lw.lanes = split_lanes(lw.lanes, door_budget)
+    elif carry == "glide":  # sub-lanes where the cost model finds a step cheaper
+        lw.lanes = carry_model.split(lw.net, lw.lanes, len(lw.lights), steep)
     lw.set_resets()
     lw.bound_lights()
     circuit = Circuit(lw.net, lw.lights, lw.lanes, lw.acc_light, lw.value_light,
-                      1 + max((l.phase for l in lw.lanes), default=0), carry=carry)
+                      1 + max((l.phase for l in lw.lanes), default=0), carry=carry,
+                      steep=steep)
     for lane in lw.lanes:
         lane.door_tag = lw.new_tag()
     for k, lane in enumerate(lw.lanes):

@@ -34,6 +34,13 @@ class CompiledMap:
     behavior: bytes
     manifest: dict
     nodes: bytes | None = None   # ZNODES built ahead (mapgen/nodes.py), once asked for
+    step_height: int = 0         # the dolls' MaxStepHeight (lanes.step_height), from layout
+
+    def __post_init__(self):
+        if not self.step_height and self.layout is not None:
+            from .lanes import step_height
+
+            self.step_height = step_height(self.layout.lanes)
 
     def report(self) -> str:
         return resource_report(self)
@@ -110,12 +117,13 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
     engine builds them at load, as before)."""
     from acs.wad import write_wad as pack
 
-    lumps, infos, held, parts = [], {}, 0, 0
+    lumps, infos, held, parts, step, part_step = [], {}, 0, 0, 0, 0
     for k, m in enumerate(maps):
         if lumps and held + len(m.textmap) > part_bytes:
             parts += 1
             name = part_path(path, parts)
-            pack(name, lumps)
+            pack(name, lumps, step_height=part_step)
+            part_step = 0
             digest = file_digest(name)   # a part of another build is refused, not run
             for lump in lumps:
                 infos[lump.name]["wad_part"] = os.path.basename(name)
@@ -123,6 +131,7 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
             lumps, held = [], 0
         lumps.append(_lump(m, nodes))
         held += len(m.textmap)
+        step, part_step = max(step, m.step_height), max(part_step, m.step_height)
         info = dict(m.manifest)
         if tiles is not None:
             info["tile_inputs"], info["tile_outputs"] = tiles[k].inputs, tiles[k].outputs
@@ -132,7 +141,7 @@ def write_wad(path: str, maps, net: Netlist | None = None, tiles=None,
         from dsl.jsonio import dumps
 
         extra[NETLIST_LUMP] = dumps(net).encode()
-    pack(path, lumps, extra_lumps=extra)
+    pack(path, lumps, extra_lumps=extra, step_height=step)
 
 
 def _lump(m, nodes: bool):
@@ -150,10 +159,13 @@ def write_pk3(path: str, maps: list[CompiledMap], net: Netlist | None = None,
     import tempfile
     import zipfile
 
-    from acs.wad import atomic_output, make_mapinfo
+    from acs.wad import DEFAULT_STEP, atomic_output, make_mapinfo, player_class
 
     lumps = [_lump(m, True) for m in maps]
-    files = {"mapinfo.txt": make_mapinfo(lumps).encode()}
+    step = max(m.step_height for m in maps)
+    files = {"mapinfo.txt": make_mapinfo(lumps, step).encode()}
+    if step > DEFAULT_STEP:
+        files["decorate.txt"] = player_class(step).encode()
     with tempfile.TemporaryDirectory(prefix="voodoonet-pk3-") as work:
         for lump in lumps:
             one = os.path.join(work, f"{lump.name}.wad")

@@ -24,128 +24,16 @@ would leave the map's coordinate range.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import physics as P
-from .circuit import Circuit, Lane
+from .circuit import Circuit
+from .lanes import LaneGeometry, lane_geometry, step_height
 from .udmf import CEIL, FLOOR, MapModel, Sector, Thing
 
 # The lanes' tag follows every circuit tag, one apart: the tag between is the spawn strips'.
 # Tags from the lanes' tag + 1 on are free for the rooms' own use.
 CONVEYOR_TAG_OFFSET = 2
-
-
-@dataclass
-class Segment:
-    x0: float
-    x1: float
-    floor: int
-    kind: str                  # pad, door, landing, ramp, end
-    door: int = -1             # door index for door segments
-
-
-@dataclass
-class LaneGeometry:
-    lane: Lane
-    x0: float
-    y0: float
-    segments: list[Segment] = field(default_factory=list)
-    glide: bool = True         # frictionless lanes (False: conveyors, the old geometry)
-    lines: list[tuple[float, int, int, int]] = field(default_factory=list)  # x, special, a0, a1
-    line_index: dict[int, int] = field(default_factory=dict)  # lines[i] -> MapModel.lines index
-
-    @property
-    def length(self) -> float:
-        return self.segments[-1].x1 - self.x0
-
-    @property
-    def ceiling(self) -> int:
-        """One ceiling for every static sector of the lane, above its highest floor: a doll
-        stepping from one sector to the next is judged against the lower ceiling of the
-        two, so per-sector ceilings would block rises of more than HEADROOM_EXTRA."""
-        return max(s.floor for s in self.segments) + P.DOLL_HEIGHT + P.HEADROOM_EXTRA
-
-    @property
-    def y_mid(self) -> float:
-        return self.y0 + P.LANE_WIDTH / 2
-
-    @property
-    def start(self) -> tuple[float, float, int]:
-        """Where a reset puts the doll: past the TID line, on the pad."""
-        return self.x0 + P.START_OFFSET, self.y_mid, self.segments[0].floor
-
-    @property
-    def spawn(self) -> tuple[float, float, int]:
-        return self.x0 + P.SPAWN_OFFSET, self.y_mid, self.segments[0].floor
-
-    def travel(self) -> float:
-        """Distance from the reset point to where a doll passing every door stops."""
-        return self.segments[-1].x1 - P.DOLL_RADIUS - self.start[0]
-
-    def reach(self) -> float:
-        """Distance from the reset point to the last line a doll can cross: once past it the
-        doll has done all it can, and may be parked (teleported back) before it reaches
-        the end wall."""
-        return ride_reach([x for x, *_ in self.lines], self.start[0], self.travel())
-
-
-def ride_reach(line_xs, start_x: float, travel: float) -> float:
-    """The distance a doll rides from `start_x` until the last of the lines at `line_xs`
-    ahead of it is behind it (the whole `travel` for a lane without such lines)."""
-    ahead = [x - start_x for x in line_xs if x > start_x]
-    return max(ahead) if ahead else travel
-
-
-def _line(lx: float, tag: int, amount: int) -> tuple[float, int, int, int]:
-    if amount > 0:
-        return lx, P.SPECIAL["Light_RaiseByValue"], tag, amount
-    return lx, P.SPECIAL["Light_LowerByValue"], tag, -amount
-
-
-def lane_geometry(lane: Lane, x0: float, y0: float) -> LaneGeometry:
-    g = LaneGeometry(lane, x0, y0)
-    floors = [d.threshold - P.DOLL_HEIGHT for d in lane.doors] or [0]
-    x = x0
-    g.segments.append(Segment(x, x + P.SPAWN_LENGTH, floors[0], "spawn"))
-    g.lines.append((x0 + P.TID_LINE_OFFSET, P.SPECIAL["Thing_ChangeTID"], 0, lane.tid))
-    x += P.SPAWN_LENGTH
-    g.segments.append(Segment(x, x + P.PAD_LENGTH, floors[0], "pad"))
-    x += P.PAD_LENGTH
-    prelude = [_line(0, t, a) for t, a in lane.prelude if a] + [
-        (0, P.SPECIAL["Light_ChangeToValue"], t, v) for t, v in lane.prelude_sets]
-    if prelude:
-        # Lines every ride crosses, on a landing of their own before the first door.
-        lx = x + P.LINE_LEAD
-        for _, special, a0, a1 in prelude:
-            g.lines.append((lx, special, a0, a1))
-            lx += P.LINE_SPACING
-        landing = P.LINE_LEAD + (len(prelude) - 1) * P.LINE_SPACING + P.LANDING_CLEAR
-        g.segments.append(Segment(x, x + landing, floors[0], "landing", -1))
-        x += landing
-    for k, door in enumerate(lane.doors):
-        f = floors[k]
-        g.segments.append(Segment(x, x + P.DOOR_DEPTH, f, "door", k))
-        x += P.DOOR_DEPTH
-        lx = x + P.LINE_LEAD
-        for tag, amount in door.lines:
-            g.lines.append(_line(lx, tag, amount))
-            lx += P.LINE_SPACING
-        for tag, v in door.sets:  # after the adds: a spike's membrane reset
-            g.lines.append((lx, P.SPECIAL["Light_ChangeToValue"], tag, v))
-            lx += P.LINE_SPACING
-        n = len(door.lines) + len(door.sets)
-        landing = P.LINE_LEAD + (n - 1) * P.LINE_SPACING + P.LANDING_CLEAR
-        g.segments.append(Segment(x, x + landing, f, "landing", k))
-        x += landing
-        if k + 1 < len(lane.doors):
-            # Stairs so that no rise exceeds MAX_RISE; the door itself is the last step.
-            rise = floors[k + 1] - f
-            for j in range(1, math.ceil(rise / P.MAX_RISE)):
-                g.segments.append(Segment(x, x + P.RAMP_STEP_LENGTH, f + j * P.MAX_RISE,
-                                          "ramp", k))
-                x += P.RAMP_STEP_LENGTH
-    g.segments.append(Segment(x, x + P.END_LENGTH, floors[-1], "end"))
-    return g
 
 
 @dataclass
@@ -156,6 +44,11 @@ class Layout:
     light_tiles: dict[int, tuple[float, float, float, float]]  # tag -> x0, y0, x1, y1
     conveyor_tag: int
     player: tuple[float, float]
+
+    @property
+    def step_height(self) -> int:
+        """The dolls' MaxStepHeight these lanes need (lanes.step_height)."""
+        return step_height(self.lanes)
 
 
 def conveyor_tag_for(circuit: Circuit) -> int:
@@ -173,7 +66,8 @@ def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
     order still leave it, columns packed by length (`_columns_by_length`)."""
     column_lanes = lanes_per_column(y0, pitch)
     if square and circuit.lanes:
-        mean = sum(lane_geometry(l, 0, 0).length for l in circuit.lanes) / len(circuit.lanes)
+        mean = sum(lane_geometry(l, 0, 0, circuit.steep).length
+                   for l in circuit.lanes) / len(circuit.lanes)
         column_lanes = min(column_lanes, max(8, math.ceil(math.sqrt(
             len(circuit.lanes) * (mean + 256) / pitch))))
     geoms: list[LaneGeometry] = []
@@ -183,7 +77,7 @@ def place_lanes(circuit: Circuit, x0: float = 0.0, y0: float = 0.0,
         if k and row == 0:
             x_col += col_width + COLUMN_GAP
             col_width = 0.0
-        g = lane_geometry(lane, x_col, y0 + row * pitch)
+        g = lane_geometry(lane, x_col, y0 + row * pitch, circuit.steep)
         g.glide = circuit.carry == "glide"
         col_width = max(col_width, g.length)
         geoms.append(g)
@@ -211,14 +105,14 @@ def _columns_by_length(circuit: Circuit, x0: float, y0: float, pitch: float,
     plus the summed lengths over a column's lanes: each column after the first is no wider
     than the mean of the one before (what mapgen/tiles.py budgets, `Cost.width`).
     The geometries stay in the circuit's order (things and tags follow it)."""
-    lengths = [lane_geometry(l, 0, 0).length for l in circuit.lanes]
+    lengths = [lane_geometry(l, 0, 0, circuit.steep).length for l in circuit.lanes]
     order = sorted(range(len(lengths)), key=lambda k: (-lengths[k], k))
     geoms: list[LaneGeometry | None] = [None] * len(lengths)
     x_col = x0
     for start in range(0, len(order), column_lanes):
         column = order[start:start + column_lanes]
         for row, k in enumerate(column):
-            geoms[k] = lane_geometry(circuit.lanes[k], x_col, y0 + row * pitch)
+            geoms[k] = lane_geometry(circuit.lanes[k], x_col, y0 + row * pitch, circuit.steep)
             geoms[k].glide = circuit.carry == "glide"
         x_col += lengths[column[0]] + COLUMN_GAP
     return geoms
@@ -279,7 +173,12 @@ def conveyor_control(m: MapModel, conveyor: int, x: float, y: float, glide: bool
     top.comment = (f"Scroll_Floor: carries new dolls over their naming lines at {P.DOLL_SPEED} "
                    f"units per tic, until the OPEN script stops it")
     left = m.lines[-4]  # (x, y) -> (x, y+32)
-    left.special, left.args = P.SPECIAL["Sector_SetFriction"], (conveyor, P.NO_FRICTION)
+    # Tag 0: every sector without a tag. The lanes' sectors carry none, because the engine
+    # finds a tag's sectors by walking one of 256 hash chains to its end: 81,384 lane
+    # sectors under one tag made every light, door or line special whose tag shares its
+    # chain walk all of them (docs/physics.md, "What a tic costs"). Only sectors with the
+    # friction bit use the friction this sets.
+    left.special, left.args = P.SPECIAL["Sector_SetFriction"], (0, P.NO_FRICTION)
     left.comment = "Sector_SetFriction: every lane past its pad is frictionless"
 
 
@@ -321,18 +220,22 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
     sky = room is not None
     for s in g.segments:
         top = g.ceiling if ceiling is None else ceiling
-        # Glide: the lane's tag and the friction bit past the pad; the spawn strip carries.
-        lane_tag, spawn = (conveyor, spawn_tag_of(conveyor)) if g.glide else (conveyor, conveyor)
+        # Glide: no tag and the friction bit past the pad (a door only its own tag: a doll
+        # in it always touches a landing too); the spawn strip carries.
+        lane_tag, spawn = (0, spawn_tag_of(conveyor)) if g.glide else (conveyor, conveyor)
         special = P.FRICTION_SPECIAL if g.glide else 0
         if s.kind == "door":
             sec = Sector(s.floor, s.floor + P.DOOR_START_OPENING, 255, tag=g.lane.door_tag,
-                         more_tags=(lane_tag,), special=special,
+                         more_tags=(lane_tag,) if lane_tag else (),
                          sequence=P.SILENT_SEQUENCE,
                          floor_tex="FLAT5_1", ceil_tex="F_SKY1" if sky else "FLAT23",
                          comment=f"door {s.door} (threshold {g.lane.doors[s.door].threshold})")
         elif s.kind == "pad":
             sec = Sector(s.floor, top, 160, floor_tex="FLAT19", ceil_tex="F_SKY1" if sky else CEIL,
                          comment=f"pad of {g.lane.node}: dolls rest here between rides")
+        elif s.kind == "spawn" and g.glide:
+            secs.append(spawn_closet(m, spawn, top, sky))
+            continue
         elif s.kind == "spawn":
             sec = Sector(s.floor, top, 160, tag=spawn, floor_tex=FLOOR,
                          ceil_tex="F_SKY1" if sky else CEIL)
@@ -349,11 +252,18 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
             m.portal(a, b, sec, room, flags=("blocking",))
 
     edge((g.x0, y0), (g.x0, y1), secs[0])                       # start
+    stop = {"special": P.SPECIAL["Thing_Stop"], "args": (0,),
+            "flags": ("playercross", "repeatspecial", "firstsideonly")} if g.glide else {}
     for k, s in enumerate(g.segments):
         edge((s.x0, y1), (s.x1, y1), secs[k])                   # top
         edge((s.x1, y0), (s.x0, y0), secs[k])                   # bottom
         if k + 1 < len(g.segments):
-            m.portal((s.x1, y0), (s.x1, y1), secs[k + 1], secs[k])
+            # Gliding: a doll bounced back west off a door or the end wall (the engine's
+            # ice) is stopped by the first portal it crosses, from its front (east) side;
+            # eastwards the portals do nothing (physics.py, DOLL_SPEED). The spawn closet's
+            # side is a wall to dolls: they leave it only by being parked on the pad.
+            m.portal((s.x1, y0), (s.x1, y1), secs[k + 1], secs[k],
+                     **(stop if k else {"flags": ("blocking",)} if g.glide else {}))
     last = g.segments[-1]
     edge((last.x1, y1), (last.x1, y0), secs[-1])                # end
     # Weighted lines float inside their landing: both sides are the landing sector.
@@ -371,6 +281,27 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
             ends, flags = ends[::-1], flags + ("firstsideonly",)
         g.line_index[i] = m.portal(*ends, sec, sec, tex="-", special=special,
                                    args=(a0, a1), flags=flags)
+
+
+SPAWN_FLOOR = 0            # every spawn closet of a gliding map: one floor, one sector
+CLOSETS_PER_SECTOR = 4000  # each closet borders its sector with 4 lines (checks: 32,767)
+
+
+def spawn_closet(m: MapModel, tag: int, ceiling: int, sky: bool) -> int:
+    """The sector of a gliding lane's spawn strip. Its conveyor is what names a new doll
+    (a scroller per sector, ticking every tic for the map's life), so every lane's strip
+    is a piece of one sector at one height, closed to its pad: the OPEN script parks each
+    named doll on its pad."""
+    key = ("spawn", tag, ceiling, sky)
+    sec, used = m.shared.get(key, (None, CLOSETS_PER_SECTOR))
+    if used >= CLOSETS_PER_SECTOR:
+        top = max(ceiling, SPAWN_FLOOR + P.DOLL_HEIGHT + P.HEADROOM_EXTRA)
+        sec, used = m.sector(Sector(SPAWN_FLOOR, top, 160, tag=tag, floor_tex=FLOOR,
+                                    ceil_tex="F_SKY1" if sky else CEIL,
+                                    comment="spawn closets: new dolls ride over their naming "
+                                            "lines here")), 0
+    m.shared[key] = (sec, used + 1)
+    return sec
 
 
 def _segment_finder(g: LaneGeometry):

@@ -41,7 +41,12 @@ MAX_DOLLS = 32_000
 # 5.9 ms), so a tile stays in the cheap range.
 TILE_DOLLS = 4000
 MAX_SECTORS = 262_144      # 262,144 closed sectors load (38 s); the budget of checks
-MAX_LINES = 400_000        # linedefs: 200,000 in rows of 1,000 load (load time ~0.4 ms each)
+# Linedefs: 200,000 in rows of 1,000 loaded in 83 s without nodes; with nodes built ahead
+# (mapgen/nodes.py) the 391,469 of the chat map load in 4.3 s of engine CPU. A compiled map
+# may hold MAX_LINES; the tile planner fills a map to TILE_LINES, leaving the rest for the
+# sub-lanes mapgen/carry.py adds.
+MAX_LINES = 600_000
+TILE_LINES = 400_000
 # Generated ACS goes through our ACS compiler, whose source limit this is (acs/__init__.py).
 # The planner estimates a map's ACS from its counts (mapgen/tiles.acs_bound): a statement
 # with its comment takes about ACS_LINE_CHARS characters besides a node's name, a plain one
@@ -96,8 +101,12 @@ SPAWN_LENGTH = 64         # a conveyor strip where the doll spawns and is named
 PAD_LENGTH = 64           # where a doll waits between rides: ordinary friction, so a parked
                           # doll has no velocity and costs the engine almost nothing
 END_LENGTH = 64           # after the last door: the doll stops against the end wall
-SPAWN_OFFSET = 24         # doll spawn point from the pad start (centre)
-TID_LINE_OFFSET = 48      # the Thing_ChangeTID line that names the doll
+# A new doll spawns against the spawn strip's west wall and rides over its naming line; on a
+# gliding lane the strip is a closet closed to the pad, so the doll then rests with its box
+# against the closet's east side, centre DOLL_RADIUS short of it (a stop point: the naming
+# line keeps STOP_CLEARANCE from it and from the spawn point).
+SPAWN_OFFSET = DOLL_RADIUS                        # doll spawn point from the strip's start
+TID_LINE_OFFSET = SPAWN_OFFSET + DOLL_RADIUS     # the Thing_ChangeTID line (STOP_CLEARANCE on)
 # Where a doll is parked: its whole box on the pad. A box that still touches the spawn
 # strip is carried by it (measured: a doll parked 8 units over the strip crept into its lane).
 START_OFFSET = SPAWN_LENGTH + PAD_LENGTH // 2
@@ -128,6 +137,13 @@ NO_FRICTION = 200             # Sector_SetFriction amount: friction exactly 1.0
 # units per tic. The OPEN script stops them once every doll is named (their scrollers then
 # return at once every tic).
 DOLL_SPEED = 112          # units per tic along a lane
+# A gliding doll that meets a closed door (or its lane's end wall) bounces back west at half
+# its speed: the engine's ice (P_HitSlideLine: friction above the normal 0.90625). A moving
+# doll costs the engine about 20 us a tic (8 substeps of collision checks; measured: 200
+# gliding dolls, bench/tic_cost.py), a resting one about 0.25 us, so every portal between two
+# sectors of a gliding lane (past the pad) carries Thing_Stop(0) for a doll crossing it from
+# the east: a bounced doll rests from the first portal it crosses until it is parked.
+# (Weighted lines count only eastward, so the way back counts nothing either way.)
 SCROLL_LINE_LENGTH = DOLL_SPEED * 32
 # A doll climbs the floor under its whole move of one tic at once: steps that rise more
 # than MAX_STEP within DOLL_SPEED units stop it (measured at 112 units per tic: 32-unit
@@ -154,4 +170,5 @@ SPECIAL = {
     "Scroll_Floor": 223,
     "Sector_SetFriction": 219,
     "Thing_ChangeTID": 176,
+    "Thing_Stop": 19,
 }

@@ -75,6 +75,8 @@ class MapModel:
     sides: list[Side] = field(default_factory=list)
     things: list[Thing] = field(default_factory=list)
     _vindex: dict = field(default_factory=dict)
+    # Sectors several builders share, by what makes them one (layout's spawn closets).
+    shared: dict = field(default_factory=dict)
 
     # -- building --------------------------------------------------------------------------
     def vertex(self, x: float, y: float) -> int:

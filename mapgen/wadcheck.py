@@ -61,7 +61,7 @@ def check_tiled(path: str, contents: WadContents, net: Netlist, infos: list[dict
     """A manifest of several maps, whole: the wiring between them (mapgen.tiles.
     check_wiring), and each map's inputs and outputs against the ones its own ACS source
     names (a manifest moved to another map of the same shape is refused, not run)."""
-    from .tiles import check_wiring
+    from .handoff import check_wiring
 
     problem = check_wiring(net, infos)
     scripts = {m.name: m.scripts for m in contents.maps}

@@ -157,7 +157,7 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
             if n is None:
                 problems.append(f"the {lane.source[0]} lane of doll {lane.tid} adds to no light")
                 continue
-            out.setdefault(n.name, {})["gate"] = lane
+            _add_gate(out.setdefault(n.name, {}), lane)
             continue
         n = owner.get(lane.source[1])
         if n is None:
@@ -170,8 +170,24 @@ def _lane_roles(m: Machine, owner, problems) -> dict:
                                                     m.value_target(lane.doors[0]) == n.value)
             out.setdefault(n.name, {})["leak" if leak else "fire"] = lane
         else:
-            out.setdefault(n.name, {})["gate"] = lane
+            _add_gate(out.setdefault(n.name, {}), lane)
     return out
+
+
+def _add_gate(roles: dict, lane) -> None:
+    """A node's gate lane, or one more of its sub-lanes (mapgen.carry cuts a long staircase
+    into lanes riding side by side, each with some of its doors): read as one staircase,
+    doors in threshold order."""
+    from dataclasses import replace
+
+    had = roles.get("gate")
+    if had is None or had.source != lane.source or had.phase != lane.phase:
+        roles["gate"] = lane
+        return
+    roles["gate"] = replace(had, doors=sorted(had.doors + lane.doors, key=lambda d: d.threshold),
+                            prelude=had.prelude + lane.prelude,
+                            prelude_sets=had.prelude_sets + lane.prelude_sets,
+                            lines=had.lines + lane.lines)
 
 
 def _recurrence(m: Machine, nodes: dict, lanes, owner, problems) -> None:

@@ -379,6 +379,7 @@ def _lanes(tm: TextMap, bus, where: str) -> list[MLane]:
         elif sp in (RAISE, LOWER, SET) and f == b and f >= 0:
             floating.setdefault(f, []).append(entry)
     lanes = []
+    walls = _walls(tm, {s for _, s in tid_lines.values()})
     for tid in sorted(bus["phase_of_tid"]):
         if tid not in tid_lines:
             raise MapError(
@@ -386,9 +387,42 @@ def _lanes(tm: TextMap, bus, where: str) -> list[MLane]:
                 "(Thing_ChangeTID): its lane is gone\n    hint: restore the lane's spawn "
                 "strip or rebuild the map")
         line, spawn = tid_lines[tid]
-        chain = _chain(spawn, boxes, portals)
-        lanes.append(_lane(tm, tid, bus, chain, boxes, floating))
+        strip = _strip_box(tm, line, spawn, boxes, portals, walls)
+        chain = [spawn] + _chain(strip[4], boxes, portals) if strip[4] is not None else \
+            _chain(spawn, boxes, portals)
+        lanes.append(_lane(tm, tid, bus, chain, boxes, floating, strip[:4]))
     return lanes
+
+
+def _strip_box(tm: TextMap, line: int, spawn: int, boxes, portals, walls):
+    """The box of one lane's spawn strip and its pad: (x0, y0, x1, y1, pad). A gliding map's
+    strips are pieces of one shared sector (spawn closets), so the sector's own box spans
+    many lanes: the strip runs from the nearest wall west of its naming line to the portal
+    onto a pad whose y range holds that line. A sector of its own is its box (pad None:
+    `_chain` finds it)."""
+    (lx, ly), _ = tm.line_ends(line)
+    box = boxes[spawn]
+    pads = sorted((x, s) for s, x in portals.get(spawn, ()) if boxes[s] is not None
+                  and x > lx and boxes[s][0] == x and boxes[s][1] <= ly <= boxes[s][3])
+    if box is None or not pads or (box[1], box[3]) == (boxes[pads[0][1]][1],
+                                                       boxes[pads[0][1]][3]):
+        return (*(box or (0, 0, 0, 0)), None)
+    x, pad = pads[0]
+    west = [wx for wx, y0, y1 in walls.get(spawn, ()) if wx <= lx and y0 <= ly <= y1]
+    return (max(west, default=box[0]), boxes[pad][1], x, boxes[pad][3], pad)
+
+
+def _walls(tm: TextMap, sectors: set) -> dict[int, list]:
+    """sector -> [(x, y0, y1)] of the vertical lines bounding it, for `sectors` only."""
+    out: dict[int, list] = {}
+    for i in range(len(tm.linedefs)):
+        (x1, y1), (x2, y2) = tm.line_ends(i)
+        sides = {tm.side_sector(i, "front"), tm.side_sector(i, "back")}
+        if x1 != x2 or len(sides) == 1:   # a line floating inside a sector bounds nothing
+            continue
+        for s in sides & sectors:
+            out.setdefault(s, []).append((x1, min(y1, y2), max(y1, y2)))
+    return out
 
 
 def _portals(tm: TextMap) -> dict[int, list[tuple[int, float]]]:
@@ -422,7 +456,7 @@ def _chain(start: int, boxes, portals) -> list[int]:
         seen.add(nxt[0])
 
 
-def _lane(tm, tid, bus, chain, boxes, floating) -> MLane:
+def _lane(tm, tid, bus, chain, boxes, floating, first_box=None) -> MLane:
     door_tags = {tag for tag in bus["source"]}
     segs, doors = [], []
     prelude, prelude_sets = [], []
@@ -432,7 +466,7 @@ def _lane(tm, tid, bus, chain, boxes, floating) -> MLane:
         sec = tm.sectors[s]
         tags = tm.sector_tags(s)
         is_door = bool(tags) and tags[0] in door_tags
-        box = boxes[s]
+        box = first_box if s == chain[0] and first_box else boxes[s]
         segs.append(Segment(s, box[0], box[2], int(sec.get("heightfloor", 0)),
                             int(sec.get("heightceiling", 0)), "door" if is_door else "static"))
         if is_door:
@@ -453,7 +487,7 @@ def _lane(tm, tid, bus, chain, boxes, floating) -> MLane:
             d.line_index += (i,)
     # A lane without doors reads nothing the map can show: its source is "none".
     source = bus["source"].get(door_tag, ("none",)) if door_tag else ("none",)
-    box = boxes[chain[0]]
+    box = first_box or boxes[chain[0]]
     return MLane(tid, bus["phase_of_tid"][tid], source, door_tag, doors, tuple(prelude),
                  tuple(prelude_sets), segs, lines_all, (box[1], box[3]),
                  bus["feedback"].get(door_tag))

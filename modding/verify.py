@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from dsl.diagnostics import VoodooError
 from mapgen import physics as P
-from mapgen.layout import ride_reach
+from mapgen.lanes import ride_reach
 from mapgen.program import run_tics
 
 from .extract import ExtractError, machine_netlist, nodes_of, read_map, solo_lines
@@ -124,7 +124,9 @@ def lane_names(m: Machine) -> dict[int, str]:
     return out
 
 
-def check_geometry(tm: TextMap, m: Machine) -> list[Finding]:
+def check_geometry(tm: TextMap, m: Machine, step: int = 24) -> list[Finding]:
+    """Every lane's sectors in a row, its doors on it, its rises within what a doll climbs
+    (`step`: the player class's MaxStepHeight the WAD declares)."""
     out = []
     boxes = tm.sector_boxes()
     names = lane_names(m)
@@ -147,19 +149,23 @@ def check_geometry(tm: TextMap, m: Machine) -> list[Finding]:
             out.append(Finding("geometry", f"{_at(tm, lane.segments[-1].sector, boxes)}: the "
                                f"lane of {who} ends here, not in an end strip after its last "
                                "door"))
-        out += _rises(tm, lane, who, boxes)
+        out += _rises(tm, lane, who, boxes, step)
         out += _landings(tm, lane, who)
     out += _stray_lines(tm, chains)
     return out
 
 
-def _rises(tm, lane, who, boxes) -> list[Finding]:
+def _rises(tm, lane, who, boxes, step: int = 24) -> list[Finding]:
     out = []
-    for a, b in zip(lane.segments, lane.segments[1:]):
-        if b.floor - a.floor > P.MAX_RISE:
+    rise = P.MAX_RISE if step <= P.MAX_STEP else (step - P.MAX_STEP) // 2  # lanes.step_height
+    parked = bool(_special_lines(tm, "Sector_SetFriction", 0))  # the doll is put on its pad
+    for k, (a, b) in enumerate(zip(lane.segments, lane.segments[1:])):
+        if parked and k == 0:
+            continue
+        if b.floor - a.floor > rise:
             out.append(Finding("geometry", f"{_at(tm, b.sector, boxes)}: the lane of {who} "
                                f"rises {b.floor - a.floor} units here, more than the "
-                               f"{P.MAX_RISE} a doll climbs at lane speed"))
+                               f"{rise} a doll climbs at lane speed"))
         if b.floor < a.floor:
             out.append(Finding("geometry", f"{_at(tm, b.sector, boxes)}: the lane of {who} "
                                f"drops from {a.floor} to {b.floor}: door thresholds must rise"))
@@ -315,14 +321,14 @@ def check_dolls(tm: TextMap, m: Machine) -> list[Finding]:
     starts = [(k, float(t.get("x", 0)), float(t.get("y", 0))) for k, t in enumerate(tm.things)
               if int(t.get("type", 0) or 0) == 1]
 
-    def inside(x, y, sector) -> bool:
-        b = boxes[sector] if 0 <= sector < len(boxes) else None
-        return b is not None and b[0] < x < b[2] and b[1] < y < b[3]
+    def inside(x, y, lane) -> bool:   # the lane's own strip (closets share a sector)
+        s = lane.segments[0]
+        return s.x0 < x < s.x1 and lane.y[0] < y < lane.y[1]
 
     on_lane = set()
     for lane in m.lanes:
         spawn = lane.segments[0].sector
-        here = [k for k, x, y in starts if inside(x, y, spawn)]
+        here = [k for k, x, y in starts if inside(x, y, lane)]
         on_lane.update(here)
         if len(here) != 1:
             out.append(Finding("dolls", f"{_at(tm, spawn, boxes)}: the spawn strip of "
@@ -354,9 +360,8 @@ def _special_lines(tm: TextMap, special: str, tag: int) -> list[int]:
 
 def _conveyor(tm: TextMap, m: Machine, names, boxes) -> list[Finding]:
     out: list[Finding] = []
-    glide_tag = _lane_tag(tm, [(lane, s) for lane in m.lanes for s in lane.segments[2:]])
-    if m.lanes and _special_lines(tm, "Sector_SetFriction", glide_tag):
-        return _glide(tm, m, names, boxes, glide_tag)
+    if m.lanes and _special_lines(tm, "Sector_SetFriction", 0):
+        return _glide(tm, m, names, boxes)
     carried = [(lane, s) for lane in m.lanes for k, s in enumerate(lane.segments) if k != 1]
     if not carried:
         return out
@@ -391,21 +396,24 @@ def _scroll_line(tm: TextMap, tag: int, what: str) -> list[Finding]:
     return []
 
 
-def _glide(tm: TextMap, m: Machine, names, boxes, tag: int) -> list[Finding]:
-    """Frictionless lanes: every sector past the pad carries `tag` and the friction bit, the
-    Sector_SetFriction line of `tag` gives friction 1.0, and the spawn strips are carried."""
+def _glide(tm: TextMap, m: Machine, names, boxes) -> list[Finding]:
+    """Frictionless lanes: every sector past the pad but the doors is untagged with the
+    friction bit, a Sector_SetFriction line of tag 0 (every untagged sector) gives friction
+    1.0, and the spawn strips are carried."""
     out: list[Finding] = []
     for lane in m.lanes:
         for s in lane.segments[2:]:
+            if s.kind == "door":
+                continue
             special = int(tm.sectors[s.sector].get("special", 0) or 0)
-            if tag not in tm.sector_tags(s.sector) or not special & P.FRICTION_SPECIAL:
+            if tm.sector_tags(s.sector) or not special & P.FRICTION_SPECIAL:
                 out.append(Finding("dolls", f"{_at(tm, s.sector, boxes)} in the lane of "
-                                   f"{names[lane.tid]} is not frictionless (tag {tag} and "
-                                   f"special bit {P.FRICTION_SPECIAL}): the doll slows there"))
-    line = tm.linedefs[_special_lines(tm, "Sector_SetFriction", tag)[0]]
+                                   f"{names[lane.tid]} is not frictionless (no tag, special "
+                                   f"bit {P.FRICTION_SPECIAL}): the doll slows there"))
+    line = tm.linedefs[_special_lines(tm, "Sector_SetFriction", 0)[0]]
     if int(line.get("arg1", 0) or 0) < P.NO_FRICTION:
-        out.append(Finding("dolls", f"the Sector_SetFriction line of the lanes (tag {tag}) "
-                           f"has amount {line.get('arg1', 0)}, not {P.NO_FRICTION}: a released "
+        out.append(Finding("dolls", f"the Sector_SetFriction line of the lanes (tag 0) has "
+                           f"amount {line.get('arg1', 0)}, not {P.NO_FRICTION}: a released "
                            "doll slows down and misses the schedule"))
     spawn_tags = {t for lane in m.lanes for t in tm.sector_tags(lane.segments[0].sector)}
     for t in sorted(spawn_tags):
@@ -478,6 +486,19 @@ def embedded_machine(path: str, map_index: int, solo) -> Machine | None:
     return from_circuit(lower(net, solo=solo), net.steps)
 
 
+def _step_height(path: str) -> int:
+    """The MaxStepHeight of the player class a WAD declares in DECORATE (Doom's 24 if none)."""
+    import re
+    from acs.wad import read_wad
+
+    try:
+        lumps = dict(read_wad(path).lumps)
+    except Exception:   # a PK3 or a damaged WAD: read_map has already said what it can
+        return 24
+    m = re.search(rb"MaxStepHeight\s+(\d+)", lumps.get("DECORATE", b""))
+    return int(m.group(1)) if m else 24
+
+
 def verify_map(path: str, map_name: str | None = None, runs: int = 8, seed: int = 0,
                engine: bool = True) -> Report:
     from dsl.parser import parse
@@ -505,7 +526,7 @@ def verify_map(path: str, map_name: str | None = None, runs: int = 8, seed: int 
         circuit = lower(parse(ex.text, f"{where}.dnet"))
     except ExtractError as e:
         rep.errors.append(Finding("netlist", str(e).split(": ", 1)[-1]))
-    rep.errors += (check_geometry(tm, m) + check_dolls(tm, m) + check_schedule(tm, m, circuit)
+    rep.errors += (check_geometry(tm, m, _step_height(path)) + check_dolls(tm, m) + check_schedule(tm, m, circuit)
                    + check_ranges(tm, m, circuit) + check_budgets(tm))
     if rep.errors:
         rep.engine = "not run: the map has errors"

@@ -29,12 +29,15 @@ from modding.wadio import read_lumps, replace_textmap, write_lumps
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(wad path, compiled map) for circuits/neuron.dnet and circuits/spike_counter.dnet."""
+    """(wad path, compiled map) for circuits/neuron.dnet and circuits/spike_counter.dnet,
+    and neuron in the conveyor geometry (`neuron_conveyor`)."""
     out = {}
     d = tmp_path_factory.mktemp("built")
-    for name in ("neuron", "spike_counter"):
-        net = load(os.path.join(ROOT, "circuits", f"{name}.dnet"))
-        m = compile_netlist(net)
+    for name, file, carry in (("neuron", "neuron", "glide"),
+                              ("spike_counter", "spike_counter", "glide"),
+                              ("neuron_conveyor", "neuron", "conveyor")):
+        net = load(os.path.join(ROOT, "circuits", f"{file}.dnet"))
+        m = compile_netlist(net, carry=carry)
         wad = str(d / f"{name}.wad")
         write_wad(wad, [m], net)
         out[name] = (wad, m)
@@ -112,8 +115,12 @@ def test_a_broken_spiking_lane_names_the_neuron_and_where(built, tmp_path):
         extract_wad(bad)
     shown = str(e.value)
     assert "a lane of spiking neuron every3 (reading its membrane, light" in shown, shown
-    assert f"its doors (tag {lane.door_tag}; sector {door.sector} at (" in shown, shown
-    assert "are on no doll's lane" in shown
+    # the chain breaks at the moved vertex: before the door (the doors are on no lane) or,
+    # where a strip's pad is found by its naming line (shared spawn closets), after it
+    assert (f"its doors (tag {lane.door_tag}; sector {door.sector} at (" in shown and
+            "are on no doll's lane" in shown) or \
+        (f"it ends at its door, sector {door.sector} at x" in shown and
+         "breaks there: a moved vertex" in shown), shown
     rep = verify_map(bad, engine=False)
     assert not rep.ok and any("spiking neuron every3" in f.message for f in rep.errors)
 
@@ -168,8 +175,8 @@ def test_a_damaged_netlist_lump_fails_verify(built, tmp_path, body):
         for f in rep.errors), rep.errors
 
 
-def _edited_errors(built, tmp_path, edit) -> list[str]:
-    wad, m = built["neuron"]
+def _edited_errors(built, tmp_path, edit, which="neuron") -> list[str]:
+    wad, m = built[which]
     tm = parse_textmap(m.textmap)
     edit(tm)
     bad = str(tmp_path / "edited.wad")
@@ -204,7 +211,8 @@ def test_verify_without_the_engine_sees_the_player_start_deleted(built, tmp_path
 ])
 def test_verify_without_the_engine_sees_a_conveyor_that_does_not_carry(built, tmp_path, key,
                                                                        value, message):
-    found = _edited_errors(built, tmp_path, lambda tm: _scroll(tm).update({key: value}))
+    found = _edited_errors(built, tmp_path, lambda tm: _scroll(tm).update({key: value}),
+                           "neuron_conveyor")
     assert any(message in f for f in found), found
 
 
@@ -213,5 +221,31 @@ def test_verify_without_the_engine_sees_a_lane_sector_off_the_conveyor(built, tm
         k = next(k for k, s in enumerate(tm.sectors)
                  if str(s.get("comment", "")).startswith("door"))
         tm.sectors[k]["moreids"] = ""
-    found = _edited_errors(built, tmp_path, untag)
+    found = _edited_errors(built, tmp_path, untag, "neuron_conveyor")
     assert any("does not carry the conveyor tag" in f for f in found), found
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("arg0", 999, "no Scroll_Floor line carries the spawn strips' tag"),
+    ("arg2", 0, "must carry things (arg2 1 or 2)"),
+])
+def test_verify_without_the_engine_sees_spawn_strips_that_do_not_carry(built, tmp_path, key,
+                                                                       value, message):
+    found = _edited_errors(built, tmp_path, lambda tm: _scroll(tm).update({key: value}))
+    assert any(message in f for f in found), found
+
+
+@pytest.mark.parametrize("edit", ["special", "tag"])
+def test_verify_without_the_engine_sees_a_lane_sector_with_friction(built, tmp_path, edit):
+    wad, m = built["neuron"]
+    from modding.machine import from_map
+
+    ridden = from_map(parse_textmap(m.textmap), m.behavior).lanes[0].segments[-1].sector
+
+    def rough(tm):
+        if edit == "special":
+            tm.sectors[ridden]["special"] = 0
+        else:
+            tm.sectors[ridden]["id"] = 4321
+    found = _edited_errors(built, tmp_path, rough)
+    assert any(f"sector {ridden} at" in f and "is not frictionless" in f for f in found), found

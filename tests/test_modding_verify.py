@@ -42,6 +42,17 @@ def _lanes(tm, m):
     return from_map(tm, m.behavior).lanes
 
 
+def _h_lanes(tm, m):
+    """The lanes reading h (phase 1), most doors first: a lane may be split into sub-lanes
+    that ride side by side (mapgen.carry), each with some of its doors."""
+    return sorted((l for l in _lanes(tm, m) if l.source[0] == "light"),
+                  key=lambda l: -len(l.doors))
+
+
+def _h(tm, m):
+    return _h_lanes(tm, m)[0]
+
+
 def _move_lines(tm, lines, dx=0.0, dy=0.0):
     """Give these lines vertices of their own, moved by (dx, dy)."""
     for i in lines:
@@ -93,7 +104,7 @@ def test_museum_mutation_diff(tmp_path):
 
 def test_door_moved_off_its_landing(tmp_path):
     wad, tm, m = _built(tmp_path)
-    door = _lanes(tm, m)[3].doors[1].sector
+    door = _h(tm, m).doors[1].sector
     _move_lines(tm, _sector_lines(tm, door), dy=4000)
     msg = _errors(_edited(tmp_path, wad, tm), "geometry")
     assert any(f"sector {door} at" in e and "moved off its landing" in e for e in msg), msg
@@ -103,14 +114,14 @@ def test_two_movers_on_one_plane_in_one_tic(tmp_path):
     wad, tm, m = _built(tmp_path)
     lanes = _lanes(tm, m)
     door = lanes[0].doors[0].sector
-    tm.sectors[door]["moreids"] = f"{tm.sectors[door]['moreids']} {lanes[1].door_tag}"
+    tm.sectors[door]["moreids"] = f"{tm.sectors[door].get('moreids', '')} {lanes[1].door_tag}"
     msg = _errors(_edited(tmp_path, wad, tm), "schedule")
     assert any(f"sector {door} at" in e and "two movers on one plane" in e for e in msg), msg
 
 
 def test_line_moved_out_of_its_lane(tmp_path):
     wad, tm, m = _built(tmp_path)
-    line = _lanes(tm, m)[3].doors[0].line_index[1]
+    line = _h(tm, m).doors[0].line_index[1]
     _move_lines(tm, [line], dy=100)
     msg = _errors(_edited(tmp_path, wad, tm), "geometry")
     assert any(f"line {line} at" in e and "moved out of a lane" in e for e in msg), msg
@@ -118,7 +129,7 @@ def test_line_moved_out_of_its_lane(tmp_path):
 
 def test_line_too_close_to_the_next_door(tmp_path):
     wad, tm, m = _built(tmp_path)
-    lane = _lanes(tm, m)[3]
+    lane = _h(tm, m)
     line = lane.doors[0].line_index[1]
     nxt = next(s for s in lane.segments if s.sector == lane.doors[1].sector)
     _move_lines(tm, [line], dx=nxt.x0 - 6 - tm.line_ends(line)[0][0])
@@ -128,7 +139,7 @@ def test_line_too_close_to_the_next_door(tmp_path):
 
 def test_rise_too_high(tmp_path):
     wad, tm, m = _built(tmp_path)
-    seg = _lanes(tm, m)[3].segments[5]
+    seg = _h(tm, m).segments[5]
     tm.sectors[seg.sector]["heightfloor"] += 30
     msg = _errors(_edited(tmp_path, wad, tm), "geometry")
     assert any(f"sector {seg.sector} at" in e and "rises" in e for e in msg), msg
@@ -138,7 +149,7 @@ def test_lane_too_long_for_its_phase(tmp_path):
     """The end wall and the lane's last line moved 3,000 units on: the doll needs longer to
     cross that line than its phase gives."""
     wad, tm, m = _built(tmp_path)
-    lane = _lanes(tm, m)[3]
+    lane = _h(tm, m)
     end = lane.segments[-1]
     last = max(lane.lines, key=lambda ln: ln[1])[0]
     for k in ("v1", "v2"):
@@ -166,7 +177,7 @@ def test_doll_no_longer_on_its_pad(tmp_path):
 
 def test_door_too_far_for_its_mover(tmp_path):
     wad, tm, m = _built(tmp_path)
-    door = _lanes(tm, m)[3].doors[-1].sector   # the last door, so thresholds still rise
+    door = _h(tm, m).doors[-1].sector   # the last door, so thresholds still rise
     tm.sectors[door]["heightfloor"] = 1000
     msg = _errors(_edited(tmp_path, wad, tm), "schedule")
     assert any("more than the" in e and "tics phase 1 waits" in e for e in msg), msg
@@ -175,7 +186,7 @@ def test_door_too_far_for_its_mover(tmp_path):
 def test_lane_reads_a_light_still_being_added_to(tmp_path):
     """A line of h's lane (phase 1) retargeted at h's own accumulator (read in phase 1)."""
     wad, tm, m = _built(tmp_path)
-    lane = _lanes(tm, m)[3]
+    lane = _h(tm, m)
     tm.linedefs[lane.doors[0].line_index[1]]["arg0"] = lane.source[1]
     msg = _errors(_edited(tmp_path, wad, tm), "schedule")
     assert any("still adds to it" in e for e in msg), msg
@@ -183,8 +194,8 @@ def test_lane_reads_a_light_still_being_added_to(tmp_path):
 
 def test_light_out_of_range(tmp_path):
     wad, tm, m = _built(tmp_path)
-    for door in _lanes(tm, m)[3].doors:  # h -> y weighs 10000 (4 doors: up to 40000)
-        tm.linedefs[door.line_index[1]]["arg1"] = 10000
+    for door in [d for l in _h_lanes(tm, m) for d in l.doors]:  # h -> y weighs 10000
+        tm.linedefs[door.line_index[1]]["arg1"] = 10000               # (4 doors: 40000)
     msg = _errors(_edited(tmp_path, wad, tm), "ranges")
     assert any("light of y can reach" in e and "sector" in e for e in msg), msg
 
@@ -207,7 +218,7 @@ def test_vertex_out_of_coordinates(tmp_path):
 def test_inconsistent_weight_is_a_netlist_error(tmp_path):
     """One door of h's lane adds 4 to y, the others 3: no single weight says that."""
     wad, tm, m = _built(tmp_path)
-    lane = _lanes(tm, m)[3]
+    lane = _h(tm, m)
     tm.linedefs[lane.doors[1].line_index[1]]["arg1"] = 4
     msg = _errors(_edited(tmp_path, wad, tm), "netlist")
     assert any("one connection has one weight" in e for e in msg), msg

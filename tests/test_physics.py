@@ -14,7 +14,8 @@ def _player(m):
 def _lane(m, doors, conveyor_tag=10, door_tag=8, tid=77):
     """One lane built by the real layout code: doors is [(threshold, [(light tag, amount)])]."""
     from mapgen.circuit import Door, Lane
-    from mapgen.layout import emit_lane, lane_geometry
+    from mapgen.layout import emit_lane
+    from mapgen.lanes import lane_geometry
     lane = Lane(0, 0, [Door(t, 1, adds, lines=adds) for t, adds in doors], 0, 0, 0, ("input", 0),
                 door_tag=door_tag, tid=tid)
     g = lane_geometry(lane, 0, 0)
@@ -182,9 +183,10 @@ def test_one_mover_per_plane(tmp_path):
 def test_fast_doll_crosses_every_line_and_finishes_in_time(tmp_path, n_lines, factor):
     """At P.DOLL_SPEED a doll triggers every line of a landing (spaced P.LINE_SPACING), and
     a long lane is done within program.run_tics of its length: by then it has met the end
-    wall and bounced (gliding on a frictionless floor, it rebounds at half its speed), and
-    riding back west over its lines counts none of them again. Twice as fast it still
-    counts every line: the margin the chosen speed keeps."""
+    wall, bounced (gliding on a frictionless floor, it rebounds at half its speed) and been
+    stopped by the first portal it crosses going back (Thing_Stop from the east); riding back
+    west counts none of its lines again. Twice as fast it still counts every line: the
+    margin the chosen speed keeps."""
     from mapgen.program import run_tics
     m = MapModel()
     _light_tile(m, 3000, 3000, 50)
@@ -196,18 +198,22 @@ def test_fast_doll_crosses_every_line_and_finishes_in_time(tmp_path, n_lines, fa
     acs = ("script 2 (void) {" + _ride(g, pre="Light_ChangeToValue(50, 0); "
            f"Ceiling_MoveToValue(8, {P.plane_speed(200, 100)[0]}, 1000, 0);", delay=budget,
                        speed=P.DOLL_SPEED * factor)
-           + " g1 = GetSectorLightLevel(50); g2 = GetActorVelX(77); Delay(60);"
-             " g3 = GetSectorLightLevel(50); g4 = GetActorX(77) >> 16; }")
+           + " g1 = GetSectorLightLevel(50); g2 = GetActorVelX(77); g4 = GetActorX(77) >> 16;"
+             " Delay(60); g3 = GetSectorLightLevel(50); g5 = GetActorX(77) >> 16; }")
+    end = g.segments[-1].x1
     with start(tmp_path, m, acs) as e:
         e.advance(30)
         for _ in range(2):
             e.puke(2)
             e.advance(budget + 3)
             assert e.user(1) == levels * n_lines
-            assert e.user(2) < 0          # it met the end wall within the budget
+            # it met the end wall, bounced and was stopped, within the budget
+            assert e.user(2) == 0
+            assert g.segments[-1].x0 - P.DOLL_SPEED * factor <= e.user(4) \
+                <= end - P.DOLL_RADIUS
             e.advance(61)
-            assert e.user(3) == levels * n_lines   # the ride back counted nothing
-            assert e.user(4) < g.segments[2].x0    # and ended west of its first door
+            assert e.user(3) == levels * n_lines   # the way back counted nothing
+            assert e.user(5) == e.user(4)          # and it rests
 
 
 def test_parked_doll_stays_put(tmp_path):
