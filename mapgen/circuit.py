@@ -168,13 +168,14 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
           door_budget: int | None = None, carry: str = "glide",
-          steep: bool | None = None) -> Circuit:
+          steep: bool | None = None, split: bool = True) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
     `door_budget`, staircases longer than that are split into parallel sub-lanes
     (split_lanes); without one, gliding lanes are split where mapgen/carry.py's cost model
-    finds a step cheaper (carry="conveyor": the old geometry, never split)."""
+    finds a step cheaper (carry="conveyor": the old geometry, never split; `split=False`:
+    one lane per staircase, as the tile planner counts them)."""
     lw = _Lowering(lower_products(net), first_tag)
     lw.make_lights()
     lw.expand_identities()
@@ -182,7 +183,7 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     steep = carry == "glide" if steep is None else steep
     if door_budget is not None:
         lw.lanes = split_lanes(lw.lanes, door_budget)
-    elif carry == "glide":  # sub-lanes where the cost model finds a step cheaper
+    elif carry == "glide" and split:  # sub-lanes where the cost model finds a step cheaper
         lw.lanes = carry_model.split(lw.net, lw.lanes, len(lw.lights), steep)
     lw.set_resets()
     lw.bound_lights()

@@ -30,8 +30,8 @@ def edge_and_random_inputs(net, n, seed):
     return xs
 
 
-def run_exact(tmp_path, net, xs, name="net.wad"):
-    cm = compile_netlist(net)
+def run_exact(tmp_path, net, xs, name="net.wad", carry="glide"):
+    cm = compile_netlist(net, carry=carry)
     path = os.path.join(str(tmp_path), name)
     write_wad(path, [cm])
     low = lower_products(net)
@@ -111,9 +111,16 @@ def test_random_wide_network_in_engine(tmp_path, seed):
 
 
 def test_wide_networks_do_climb_ramps():
+    """In the conveyor geometry a rise too high for one step is a ramp of stairs; gliding
+    lanes rise in one step (steep: the WAD's player class steps that high)."""
     ramps = sum(s.kind == "ramp" for seed in range(12)
-                for g in compile_netlist(wide_net(seed)).layout.lanes for s in g.segments)
+                for g in compile_netlist(wide_net(seed), carry="conveyor").layout.lanes
+                for s in g.segments)
     assert ramps >= 30, ramps
+    steep = [compile_netlist(wide_net(seed)) for seed in range(12)]
+    assert not any(s.kind == "ramp" for cm in steep for g in cm.layout.lanes
+                   for s in g.segments)
+    assert sum(cm.step_height > 24 for cm in steep) >= 6, [cm.step_height for cm in steep]
 
 
 def test_same_input_builds_identical_wads(tmp_path):
@@ -174,10 +181,12 @@ def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
         neuron y : identity = a - 2*b + c + 5*d
         output y, a, b, c, d
     """, "ramps.dnet")
-    cm = compile_netlist(net)
-    assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
     xs = edge_and_random_inputs(net, 10, 5) + [[15, 0, 0], [0, 15, 15], [7, 7, 7], [15, 15, 0]]
-    run_exact(tmp_path, net, xs)
+    cm = run_exact(tmp_path, net, xs, "conveyor.wad", carry="conveyor")
+    assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
+    cm = run_exact(tmp_path, net, xs, "glide.wad")   # steep: one step of up to step_height
+    assert cm.step_height > 24 and not any(s.kind == "ramp" for g in cm.layout.lanes
+                                            for s in g.segments)
 
 
 def test_leak_after_reset_above_the_input_range(tmp_path):
