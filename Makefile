@@ -19,7 +19,7 @@ tools:
 	@.ci/install-zdbsp
 
 test: $(STAMP) tools
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --durations=30 tests
 
 demo: $(STAMP) tools
 	$(PY) build.py hello

@@ -109,14 +109,20 @@ def build(net, out: str, room: bool = True):
     """Compile the netlist into one map (with the player's room around the hall: prompt
     pedals and the letter wall, demos/chat_map.py) and write the WAD; returns its loaded
     form (mapgen.compile.load_wad)."""
+    from mapgen import wadcache
     from mapgen.compile import compile_netlist, load_wad, write_wad
 
-    if room:
-        from demos.chat_map import build as build_room
-        m = build_room(net).compiled
-    else:
-        m = compile_netlist(net, title="chat")
-    write_wad(out, [m], net, None)
+    def make(path: str) -> dict:
+        if room:
+            from demos.chat_map import build as build_room
+            m = build_room(net).compiled
+        else:
+            m = compile_netlist(net, title="chat")
+        write_wad(path, [m], net, None)
+        return {}
+
+    # the same map for every test that asks (mapgen/wadcache.py: on when tests run)
+    wadcache.cached(wadcache.key_of(net, chat_room=room), make, out)
     return load_wad(out)
 
 

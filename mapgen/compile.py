@@ -279,6 +279,7 @@ def resource_report(m: CompiledMap) -> str:
         ("phases", f"{len(sched.phases)}: " + ", ".join(
             f"{ph.copy_tics if ph.index else 0}+{ph.run_tics}" for ph in sched.phases) + " tics"),
         ("tics per inference", f"{sched.inference_tics} (predicted)"),
+        ("critical path", critical_path(m)),
         ("pipelined", "no (spiking, outputs read in batches, or a control room: one run at a "
                       "time)" if sched.pipeline is None else
          f"one inference per beat of {sched.pipeline.period} tics ({sched.pipeline.ii} "
@@ -287,6 +288,28 @@ def resource_report(m: CompiledMap) -> str:
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+
+
+def critical_path(m: CompiledMap, top: int = 4) -> str:
+    """What sets the tics of a step: the phases that cost the most, each with the lane that
+    rides longest (its node, doors and ride) and the door that moves farthest before it
+    (the phase's copy tics), so a user sees which node to requantise, narrow or split."""
+    lay, sched, c = m.layout, m.schedule, m.circuit
+    from .program import door_speed
+
+    parts = []
+    for ph in sorted(sched.phases, key=lambda ph: -(ph.copy_tics + ph.run_tics))[:top]:
+        g = max((lay.lanes[i] for i in ph.lanes), key=lambda g: g.reach())
+        mover = max((lay.lanes[i] for i in ph.lanes), key=lambda g: door_speed(g)[1])
+        name = c.net.nodes[g.lane.node].name + g.lane.label
+        text = (f"phase {ph.index}: {ph.run_tics} tics riding ({name}: {len(g.lane.doors)} "
+                f"doors over {g.reach():g} units)")
+        if ph.index and ph.copy_tics > 1:
+            text += (f" + {ph.copy_tics} copying ({c.net.nodes[mover.lane.node].name}'s doors "
+                     "move farthest)")
+        parts.append(text)
+    return ("; ".join(parts) + f" (the {min(top, len(sched.phases))} costliest of "
+            f"{len(sched.phases)} phases)") if parts else "none"
 
 
 def default_wad(net_name: str) -> str:

@@ -862,15 +862,16 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
 
 def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
                   door_budget: int | None = None, workers: int | None = None,
-                  lean: bool = False):
+                  lean: bool = False, carry: str = "glide", nodes: bool = True):
     """Each tile as its own map, MAP01.. in order; compiled in parallel processes
     (`workers`, default one per core) when there are several. With `lean`, an iterator of
     the maps as they finish, each with only what a WAD holds (no circuit, layout or
-    schedule: a map of 400,000 lines is gigabytes of them), for `write_wad`."""
+    schedule: a map of 400,000 lines is gigabytes of them), for `write_wad`. `carry` and
+    `nodes` as compile_netlist's and write_wad's (bench/speed.py builds the old way too)."""
     import os
 
     jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget,
-             lean) for k, t in enumerate(tiles)]
+             lean, carry, nodes) for k, t in enumerate(tiles)]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
     maps = map(_compile_one, jobs) if workers <= 1 else _compiled_in_pool(jobs, workers)
     return maps if lean else list(maps)
@@ -889,9 +890,11 @@ def _compiled_in_pool(jobs, workers: int):
 def _compile_one(job):
     from .compile import compile_netlist
 
-    net, title, name, acc, door_budget, lean = job
-    m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget)
-    m.with_nodes()  # here, in the pool, not one map at a time in write_wad
+    net, title, name, acc, door_budget, lean, carry, nodes = job
+    m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget,
+                        carry=carry)
+    if nodes:
+        m.with_nodes()  # here, in the pool, not one map at a time in write_wad
     if lean:
         m.circuit = m.layout = m.schedule = None
     return m

@@ -6,10 +6,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# Checked-in circuits too big for one map: built over tiles (docs/mnist.md, the CNN's
-# 630,000 linedefs against one map's 400,000; the d-16 chat model, docs/chat.md); tests
-# that compile one map of every circuit check these are refused with the hint instead.
+# Compiled WADs shared by the tests of one run (mapgen/wadcache.py), across xdist workers
+# (they share the run's id) and never across runs: a fresh directory per run.
+if "VOODOO_WAD_CACHE" not in os.environ:
+    import tempfile
+
+    _run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"solo-{os.getpid()}"
+    os.environ["VOODOO_WAD_CACHE"] = os.path.join(tempfile.gettempdir(),
+                                                  f"voodoonet-test-wads-{_run}")
+
+# Checked-in circuits too big for one map: built over tiles (the d-16 chat model,
+# docs/chat.md); tests that compile one map of every circuit check these are refused with
+# the hint instead.
 NEEDS_TILES = {"chat_large.dnet"}   # (the CNN fits one map since lanes glide)
+
+
+def pytest_sessionfinish(session):
+    """The run's WAD cache goes with the run (the controller's, after every worker)."""
+    if not hasattr(session.config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(os.environ["VOODOO_WAD_CACHE"], ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):
