@@ -91,3 +91,19 @@ def test_the_wad_cache_gives_the_same_bytes_and_builds_once(tmp_path, monkeypatc
     assert wadcache.key_of(STAIRS, split=True) != key
     monkeypatch.delenv("VOODOO_WAD_CACHE")
     assert wadcache.cached(key, make, str(tmp_path / "off.wad")) == {"made": 2}
+
+
+def test_a_lane_of_a_thousand_doors_fits_and_is_exact(tmp_path):
+    """Issue 37 item 21: a staircase of 1000 doors (docs/dnet.md's limit) was refused by
+    the map's extent (about 420 fitted); cut into sub-lanes it fits and runs exact."""
+    net = parse("network wide\ninput x : 0..1000\nneuron a : relu(s=1, max=1000) = x\n"
+                "output a\n", "wide.dnet")
+    m = compile_netlist(net)
+    x0, y0, x1, y1 = m.layout.model.extent()
+    assert x1 - x0 < 65536 and y1 - y0 < 65536
+    assert sum(len(ln.doors) for ln in m.circuit.lanes if ln.source[0] == "light") == 1000
+    wad = str(tmp_path / "wide.wad")
+    write_wad(wad, [m], net)
+    xs = [[0], [1], [999], [1000], [500], [777]]
+    with MapRunner(wad, m.manifest) as r:
+        assert [r.infer(x) for x in xs] == xs
