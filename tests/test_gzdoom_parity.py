@@ -94,14 +94,24 @@ def _rest_gaps(tr, layout) -> list[float]:
     TID (the probe reads x = 0 then)."""
     from mapgen import checks
 
+    from mapgen import physics as P
+
     tics = sorted(tr.tics)
     gaps = []
     for i, g in enumerate(layout.lanes):
         stops = [x for x, _ in checks.stop_points(g)]
+        # On gliding lanes a doll that finds a door closed bounces back west, and the
+        # Thing_Stop of the next portal it crosses stops it within one tic's ride west of
+        # that portal (it crosses lines only westward there, which never trigger them).
+        portals = [s.x0 for s in g.segments[2:]] if g.glide else []
         xs = [tr.tics[t]["X"][i] / 65536 for t in tics]
         for a, b in zip(xs, xs[1:]):
             if a == b and a != 0 and a != g.start[0]:
-                gaps.append(min((s - a for s in stops), key=abs))
+                gap = min((s - a for s in stops), key=abs)
+                if not 0 <= gap <= P.MOVE_SUBSTEP and any(
+                        0 < p - a <= P.DOLL_SPEED for p in portals):
+                    continue   # a bounced doll's rest
+                gaps.append(gap)
     return gaps
 
 
