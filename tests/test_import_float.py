@@ -50,7 +50,8 @@ def _export(model, shape, **kw) -> bytes:
     f = io.BytesIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(model.eval(), (torch.zeros(1, *shape),), f, dynamo=False, **kw)
+        kw.setdefault("dynamo", False)   # the TorchScript exporter: seconds faster
+        torch.onnx.export(model.eval(), (torch.zeros(1, *shape),), f, **kw)
     return f.getvalue()
 
 
@@ -237,6 +238,23 @@ class _Mean(nn.Module):
 def test_global_average_pools(gap, op):
     model = _seeded(nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), gap, nn.Linear(4, 3)), 5)
     _check(model, (1, 6, 6), (op,))
+
+
+def test_torchs_default_exporter():
+    """torch.onnx.export's default (dynamo=True, opset 20) writes a global average pool as
+    ReduceMean and Reshape, folds the BatchNorm into its Conv itself, and GELU as Gelu."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c0, self.c1 = nn.Conv2d(1, 3, 3, padding=1), nn.Conv2d(3, 3, 3, padding=1)
+            self.bn, self.fc = nn.BatchNorm2d(3), nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = nn.functional.gelu(self.c0(x))
+            h = torch.relu(self.bn(self.c1(h)) + h)
+            return self.fc(nn.functional.adaptive_avg_pool2d(h, 1).flatten(1))
+
+    _check(_seeded(Net(), 10), (1, 4, 4), ("ReduceMean", "Gelu", "Add"), dynamo=True)
 
 
 def test_zero_padding_before_a_convolution_and_before_pools():
