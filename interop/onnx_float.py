@@ -420,7 +420,8 @@ def _elementwise_module(region, x: str, consts: dict, m, where: str):
     opset = [o for o in m.opset_import if o.domain in ("", "ai.onnx")]
     try:
         ev = ReferenceEvaluator(helper.make_model(g, opset_imports=opset))
-        ev.run(None, {x: np.zeros(2, np.float32)})
+        with np.errstate(all="ignore"):   # only whether it runs: log(0) may be -inf
+            ev.run(None, {x: np.zeros(2, np.float32)})
     except Exception as e:
         raise VoodooError(f"{where}: node {region[0].name or region[0].output[0]!r} "
                           f"({region[0].op_type}): the activation cannot be evaluated: "
@@ -435,7 +436,9 @@ def _elementwise_module(region, x: str, consts: dict, m, where: str):
 
         def lookup_values(self, v):
             v = np.asarray(v, dtype=np.float32)
-            return np.asarray(ev.run(None, {x: v.reshape(-1)})[0], np.float64).reshape(v.shape)
+            with np.errstate(all="ignore"):   # a value outside its domain: refused by its caller
+                out = ev.run(None, {x: v.reshape(-1)})[0]
+            return np.asarray(out, np.float64).reshape(v.shape)
 
         def forward(self, t):
             return torch.from_numpy(self.lookup_values(t.detach().numpy())).to(t.dtype)

@@ -121,6 +121,12 @@ def steps_of(model) -> list[Step]:
             for j in [j for j, v in step_of.items() if v == len(steps) - 1]:
                 step_of[j] = None
         step_of[i] = len(steps) - 1
+    _check_end(steps)
+    return steps
+
+
+def _check_end(steps: list) -> None:
+    """The last weighted layer gives the logits: no activation after it."""
     weighted = [k for k, s in enumerate(steps) if s.kind in ("conv", "linear")]
     if not weighted:
         raise VoodooError("the model has no Conv2d or Linear layer to quantise")
@@ -135,7 +141,6 @@ def steps_of(model) -> list[Step]:
                           f"activation: its outputs are the logits{what}\n    hint: leave "
                           "the last activation out (a Softmax at the output is dropped: the "
                           "argmax of the logits is the same)")
-    return steps
 
 
 def _label(name: str, m) -> str:
@@ -311,9 +316,9 @@ class QuantStack:
         torch = _torch()
         af = float(a)
         if s[k_relu] is None or trace is not None:
-            with torch.no_grad():  # the divisor's scale: |f(acc a)| / a, in accumulator units
-                eff = torch.from_numpy(np.abs(lookup_values(st.act, acc.detach().numpy()
-                                                            .reshape(-1) * af)) / af)
+            x = acc.detach().numpy().reshape(-1) * af
+            # the divisor's scale: |f(acc a)| / a, in accumulator units
+            eff = torch.from_numpy(np.abs(_finite(st.act, x, lookup_values(st.act, x))) / af)
             s_k = self._s(s, k_relu, eff, trace)
         else:
             s_k = s[k_relu]
@@ -486,15 +491,25 @@ MAX_TABLE = 4_000_000   # accumulators a lookup may tabulate
 def table(act, lo: int, hi: int, a: float, s: int, clamp: int) -> tuple[int, np.ndarray]:
     """(lo, T): T[acc - lo] = clamp(round(f(acc * a) / (a * s)), -clamp or 0, clamp) for
     every accumulator lo..hi (negative values only where f takes them)."""
+    name = f"the activation {type(act).__name__}{_label('', act)}"
     if hi - lo + 1 > MAX_TABLE:
-        raise VoodooError(f"a lookup activation's accumulators span {hi - lo + 1:,} values, "
-                          f"more than a table of {MAX_TABLE:,}\n    hint: fewer weight bits, "
-                          "a smaller input range, or ReLU")
-    f = lookup_values(act, np.arange(lo, hi + 1, dtype=np.float64) * a)
-    if not np.all(np.isfinite(f)):
-        raise VoodooError(f"the activation {type(act).__name__} is not finite on its inputs")
+        raise VoodooError(f"{name}: its layer's accumulators span {hi - lo + 1:,} values, "
+                          f"more than a lookup table of {MAX_TABLE:,}\n    hint: fewer "
+                          "weight bits, a smaller input range, or ReLU")
+    x = np.arange(lo, hi + 1, dtype=np.float64) * a
+    f = _finite(act, x, lookup_values(act, x))
     q = np.round(f / (a * s))
     return lo, np.clip(q, -clamp if f.min() < 0 else 0, clamp).astype(np.int64)
+
+
+def _finite(act, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """f, the activation's values at x, if all finite."""
+    if not np.all(np.isfinite(f)):
+        raise VoodooError(f"the activation {type(act).__name__}{_label('', act)} is not finite "
+                          f"at {float(x[~np.isfinite(f)][0]):g}, a value its input takes\n    "
+                          "hint: an activation read as a lookup must be defined on every "
+                          "value the layer before it can give")
+    return f
 
 
 def Shortcut(src: int, r):

@@ -369,3 +369,15 @@ def test_the_command_imports_a_float_export(tmp_path):
     assert r.stdout.startswith("wrote m.dnet: network 'main_graph', 8 inputs -> 3 outputs")
     head = (tmp_path / "m.dnet").read_text()
     assert "(1 of them lookups)" in head and "agrees with the float model on " in head
+
+
+def test_an_activation_undefined_where_its_layer_reaches_is_refused_naming_it():
+    class Log(nn.Module):
+        def forward(self, x):
+            return torch.log(x)
+
+    with pytest.raises(VoodooError, match=r"<onnx>: the activation Elementwise \(ONNX node "
+                                          r"'/1/Log'\) is not finite at -?[0-9.e+-]+, a value "
+                                          r"its input takes\n    hint: "):
+        onnx_to_dnet(_export(_seeded(nn.Sequential(nn.Linear(4, 4), Log(), nn.Linear(4, 2))),
+                             (4,)), RANGE, STEP)
