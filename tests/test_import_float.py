@@ -219,6 +219,16 @@ def test_identity_shortcuts_of_linear_layers():
     assert text.count(" diag [") == 1     # the one over two layers; the other is folded
 
 
+@pytest.mark.parametrize("block, shape", [
+    (nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 6)), (6,)),
+    (nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.ReLU(), nn.Conv2d(2, 2, 3, padding=1)),
+     (2, 4, 4))])
+def test_a_shortcut_from_the_networks_input(block, shape):
+    head = [nn.Flatten(), nn.Linear(32, 3)] if len(shape) == 3 else [nn.Linear(6, 3)]
+    _, q, _, _ = _check(_seeded(nn.Sequential(_Block(block), *head), 11), shape, ("Add",))
+    assert [st.skip for st in q.steps if st.skip is not None] == [-1]
+
+
 def test_a_residual_block_of_convolutions_with_batchnorm():
     model = _seeded(nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(),
                                   _Block(nn.Sequential(nn.Conv2d(3, 3, 3, padding=1),
