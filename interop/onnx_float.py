@@ -14,7 +14,7 @@ Owns the mapping of one chain of ONNX operators, input to output, onto torch lay
 | `GlobalAveragePool`, `ReduceMean` over axes (2, 3) | `AvgPool2d` over the whole image (+ `Flatten` unless keepdims) |
 | `BatchNormalization` after a `Conv` or `Gemm` / `MatMul` | folded into its weights and bias |
 | a zero `Pad` (`ZeroPad2d`) before a `Conv`, `AveragePool`, or a `MaxPool` of values >= 0 | that layer's padding |
-| `Softmax` at the output | nothing (its argmax is the logits') |
+| `Softmax`, `LogSoftmax` at the output, over the features | nothing (its argmax is the logits') |
 | `Identity`, `Dropout` | nothing (inference) |
 | `Add` of the chain's tensor and an earlier one of the chain (a residual block's identity shortcut) | `SkipFrom` (in a `ResidualSequential`) |
 
@@ -393,11 +393,19 @@ class _Chain:
         return pads[0] + top, pads[1] + left
 
     def softmax(self, node):
-        """At the output: the argmax it feeds is the argmax of the logits before it."""
+        """At the output (Softmax, LogSoftmax, over the features): the argmax it feeds is
+        the argmax of the logits before it."""
         if node.output[0] != self.m.graph.output[0].name:
-            self.fail(node, "a Softmax inside the network", "a Softmax may end the network")
+            self.fail(node, f"a {node.op_type} inside the network",
+                      f"a {node.op_type} may end the network (it is dropped there)")
+        if _attrs(node).get("axis", -1) not in (1, -1) or len(self.layers) and \
+                isinstance(self.layers[-1], __import__("torch").nn.Conv2d):
+            self.fail(node, f"a {node.op_type} over another axis than the features of a "
+                      "flat vector", "end the network with a Linear (Gemm) and a Softmax "
+                      "over its outputs")
         self.ended_in_softmax = True
 
+    logsoftmax = softmax
     dropout = identity
 
 

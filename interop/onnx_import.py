@@ -42,7 +42,7 @@ from interop.onnx_float import ELEMENTWISE, float_stack
 META_RANGES = "voodoonet.input_ranges"
 FLOAT_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "AveragePool", "MaxPool", "Flatten",
              "Reshape", "Identity", "Dropout", "Constant", "BatchNormalization",
-             "GlobalAveragePool", "ReduceMean", "Pad", "Softmax")
+             "GlobalAveragePool", "ReduceMean", "Pad", "Softmax", "LogSoftmax")
 ACTIVATION_OPS = tuple(sorted(set(ELEMENTWISE) - set(FLOAT_OPS)))  # lookups, interop/onnx_float
 INT_OPS = ("MatMul", "Add", "Sub", "Mul", "Mod", "Div", "Max", "Min", "GreaterOrEqual",
            "Cast", "Gather", "Concat", "Identity", "Constant")

@@ -332,6 +332,20 @@ def test_what_stays_refused_says_why(model, shape, match):
         onnx_to_dnet(_export(_seeded(model, 7), shape), RANGE, STEP)
 
 
+def test_a_log_softmax_at_the_output_is_dropped_too():
+    """nn.LogSoftmax (with NLLLoss, torch's classifier recipe): the logits' argmax."""
+    model = _seeded(nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 3),
+                                  nn.LogSoftmax(1)), 12)
+    data = _export(model, (8,))
+    m = load_model(data)
+    assert m.graph.node[-1].op_type == "LogSoftmax"
+    rebuilt, _ = float_stack(m, m.graph.input[0], "<t>")
+    x = torch.rand(20, 8, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(torch.log_softmax(rebuilt(x), 1), model.double()(x))
+    assert len(parse(onnx_to_dnet(data, RANGE, STEP)).outputs) == 3
+
+
 def test_an_operator_not_read_is_named_with_what_is():
     class Sin(nn.Module):
         def forward(self, x):
