@@ -17,7 +17,9 @@ Owns reading two kinds of graph:
   ranges in the model's metadata (`voodoonet.input_ranges`); other graphs take
   `input_range`. Multi-step (spiking) graphs are refused.
 - **float graphs** of `Conv`, `Gemm`, `MatMul` (+ `Add`), `Relu`, `AveragePool`,
-  `MaxPool`, `Flatten` and `Reshape` (to a flat vector), one chain from the input to the
+  `MaxPool`, `Flatten` and `Reshape` (to a flat vector), with what torch exports around
+  them (BatchNorm, ZeroPad2d, global average pools, a final Softmax, other activations as
+  lookups, identity shortcuts; interop/onnx_float.py), one chain from the input to the
   output: rebuilt as a float nn.Sequential and quantised by models/seq_quant.py (the path
   models/cnn.py uses), its divisors calibrated on `calibration` inputs (default: 512
   seeded random inputs within the range) by agreement with the float model's answers.
@@ -35,14 +37,13 @@ from dsl.diagnostics import VoodooError
 from dsl.ir import INT_LIMIT, WEIGHT_LIMIT
 from interop.onnx_check import (check_graph, check_ranges_meta, constants, load_model,
                                 onnx_module, type_name)
-from interop.onnx_float import float_stack
+from interop.onnx_float import ELEMENTWISE, float_stack
 
 META_RANGES = "voodoonet.input_ranges"
 FLOAT_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "AveragePool", "MaxPool", "Flatten",
              "Reshape", "Identity", "Dropout", "Constant", "BatchNormalization",
-             "GlobalAveragePool", "Pad", "Softmax")
-NOT_YET = ("Sigmoid", "Tanh", "LeakyRelu", "Gelu", "Clip", "HardSigmoid", "HardSwish",
-           "Elu", "Selu", "Erf")
+             "GlobalAveragePool", "ReduceMean", "Pad", "Softmax", "LogSoftmax")
+ACTIVATION_OPS = tuple(sorted(set(ELEMENTWISE) - set(FLOAT_OPS)))  # lookups, interop/onnx_float
 INT_OPS = ("MatMul", "Add", "Sub", "Mul", "Mod", "Div", "Max", "Min", "GreaterOrEqual",
            "Cast", "Gather", "Concat", "Identity", "Constant")
 
@@ -72,14 +73,14 @@ def _refuse_unknown(m, allowed, where: str, kind: str, folded=frozenset()) -> No
         listed = ", ".join(f"{op} (node {names[0]!r}{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
                            for op, names in sorted(bad.items()))
         why = ""
-        if kind == "float" and set(bad) & set(NOT_YET):
-            why = ("\n    (" + ", ".join(sorted(set(bad) & set(NOT_YET))) + ": an activation "
-                   "other than ReLU is not read yet: it would be a lookup on the quantised "
-                   "values, docs/import.md)")
+        if kind == "float":
+            why = (f", and, as activations (lookups on the quantised values), elementwise "
+                   f"functions of a layer's output made of {', '.join(ACTIVATION_OPS)} with "
+                   "scalar constants")
         raise VoodooError(f"{where}: unsupported ONNX operator{'s' if len(bad) > 1 else ''} "
                           f"in this {kind} graph: {listed}\n    hint: {'an' if kind[0] in 'aeiou' else 'a'} "
                           f"{kind} graph may use "
-                          f"{', '.join(allowed)}{why}")
+                          f"{', '.join(allowed if kind != 'float' else FLOAT_OPS)}{why}")
 
 
 def _net_name(m, name: str | None) -> str:
@@ -118,7 +119,7 @@ def onnx_to_dnet(model, input_range=(0, 1), input_step: float = 1.0, calibration
                           "QuantizeLinear or Quant nodes, exactly) and int64 graphs (exact)")
     from interop.onnx_check import fold_constants
 
-    _refuse_unknown(m, FLOAT_OPS, where, "float", fold_constants(m, consts, where))
+    _refuse_unknown(m, FLOAT_OPS + ACTIVATION_OPS, where, "float", fold_constants(m, consts, where))
     _check_step(input_step, where)
     model_f, shape = float_stack(m, x, where, consts)
     return _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits,
@@ -174,15 +175,19 @@ def _input_ranges(m, x, input_range, where: str) -> list[tuple[int, int]]:
     return [_range_pair(input_range, where)] * n
 
 
-def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits, clamp,
-                    name, where) -> str:
+def quantise_float(model_f, shape, input_range, input_step, calibration, weight_bits, clamp,
+                   where):
+    """(QuantStack, divisors, calibration inputs, agreement with the float model's argmax
+    on them) of a float model (models/seq_quant.py)."""
     from models.seq_quant import QuantStack, calibrate
-    from interop.torch_import import to_dnet
 
     torch = __import__("torch")
     lo, hi = _range_pair(input_range, where)
     _check_step(input_step, where)
-    q = QuantStack(model_f, shape, input_step, weight_bits, clamp)
+    try:
+        q = QuantStack(model_f, shape, input_step, weight_bits, clamp, (lo, hi))
+    except VoodooError as e:  # name the file, not only the layer
+        raise VoodooError(f"{where}: {e}") from None
     n_in = int(np.prod(shape)) if isinstance(shape, tuple) else shape
     if calibration is None:
         x = np.random.default_rng(0).integers(lo, hi + 1, (512, n_in))
@@ -195,19 +200,36 @@ def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight
                               f"{n_in}) with N >= 1, within {lo}..{hi}; got {x.dtype} "
                               f"{x.shape}")
     want = q.float_logits(torch.as_tensor(x)).argmax(1).numpy()
-    s = calibrate(q, x, lambda out: float((out.argmax(1) == want).mean()))
-    st = q.integer_model(s, (lo, hi))
+    try:  # a lookup's table too wide, a shortcut's shape: name the file
+        s = calibrate(q, x, lambda out: float((out.argmax(1) == want).mean()))
+    except VoodooError as e:
+        raise VoodooError(f"{where}: {e}") from None
     agree = float((q.integer_outputs(x, s).argmax(1) == want).mean())
+    return q, s, x, agree
+
+
+def _quantised_dnet(model_f, shape, input_range, input_step, calibration, weight_bits, clamp,
+                    name, where) -> str:
+    from interop.torch_import import to_dnet
+
+    q, s, x, agree = quantise_float(model_f, shape, input_range, input_step, calibration,
+                                    weight_bits, clamp, where)
+    lo, hi = _range_pair(input_range, where)
+    try:
+        st = q.integer_model(s, (lo, hi))
+    except VoodooError as e:
+        raise VoodooError(f"{where}: {e}") from None
+    luts = sum(step.act is not None for step in q.steps)
     comment = (f"{name}: imported from ONNX by interop/onnx_import.py and quantised "
                f"(models/seq_quant.py)\n{weight_bits}-bit weights, relu clamp {clamp}, "
-               f"divisors {s}; inputs {lo}..{hi}, one input step = {input_step:g} in the float "
+               f"divisors {s}{f' ({luts} of them lookups)' if luts else ''}; inputs {lo}..{hi}, one input step = {input_step:g} in the float "
                f"model\nagrees with the float model on {100 * agree:.1f}% of "
                f"{len(x)} calibration inputs")
     try:
         return to_dnet(st.model, (lo, hi), st.scales, st.clamps, name, comment,
                        input_shape=st.input_shape)
     except VoodooError as e:  # name the file, not only the layer
-        raise VoodooError(f"{where}: {e.message}") from None
+        raise VoodooError(f"{where}: {e}") from None
 
 
 # ------------------------------------------------------------------- integer graphs

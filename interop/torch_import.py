@@ -17,6 +17,12 @@ Owns the mapping from torch layers to .dnet (docs/mnist.md, "Importing from torc
   i.e. the exact integer `min(max(floor(acc / S), 0), L)`, with S and L taken in order
   from `scales` and `clamps` (one per ReLU; a single int applies to all); any other layer
   is `identity`, so the last layer's accumulators are the outputs;
+- a `Linear` or `Conv2d` followed by a lookup (models/seq_quant.Lookup: `lut_lo` and
+  `lut_values`, an activation other than ReLU tabulated on the accumulators) gets the gate
+  `lut(LO..HI, [...])`;
+- a `Linear` or `Conv2d` followed by a residual shortcut (models/seq_quant.Shortcut:
+  `shortcut_src`, the layer whose values it adds, -1 for the input, and
+  `shortcut_weights`, one per channel) gets `diag` lines from that vector;
 - `Flatten` does nothing (every vector is flat, channel by channel, as torch flattens).
 
 The importer does not quantise: weights and biases must already be integers (or floats
@@ -95,6 +101,8 @@ class _Layer:
     kind: str                # linear, conv, avgpool, maxpool
     module: object
     relu: bool = False       # followed by a ReLU
+    lut: object = None       # followed by a lookup (lut_lo, lut_values)
+    shortcut: object = None  # a residual shortcut into its accumulators
 
 
 def _layers(model) -> list[_Layer]:
@@ -119,6 +127,23 @@ def _layers(model) -> list[_Layer]:
                                   "Conv2d or AvgPool2d\n    hint: every ReLU must come right "
                                   "after one of those (before a MaxPool2d: the same function)")
             layers[-1].relu = True
+        elif hasattr(m, "shortcut_src"):
+            if not layers or layers[-1].relu or layers[-1].lut is not None \
+                    or layers[-1].shortcut is not None \
+                    or layers[-1].kind not in ("linear", "conv") \
+                    or not -1 <= m.shortcut_src < len(layers) - 1:
+                raise VoodooError(f"from_torch: layer {name} (a residual shortcut) does not "
+                                  "follow a Linear or Conv2d, or reads a layer after it\n    "
+                                  "hint: a shortcut joins a layer's accumulators, before its "
+                                  "activation")
+            layers[-1].shortcut = m
+        elif hasattr(m, "lut_values"):
+            if not layers or layers[-1].relu or layers[-1].lut is not None \
+                    or layers[-1].kind not in ("linear", "conv"):
+                raise VoodooError(f"from_torch: layer {name} (a lookup) does not follow a "
+                                  "Linear or Conv2d\n    hint: a lookup reads a Linear's or "
+                                  "Conv2d's accumulators")
+            layers[-1].lut = m
         elif isinstance(m, nn.Flatten):
             continue
         else:
@@ -185,19 +210,40 @@ def to_dnet(model, input_range: tuple[int, int] = (0, 1), scales=None, clamps=No
     if not layers_only:
         out += [f"network {name}", "", f"input x[{n_in}] : {lo}..{hi}", ""]
     prev, relu_k = "x", 0
+    made: list[tuple[str, int]] = []   # each layer's vector and size, for shortcuts
     for j, layer in enumerate(layers):
         lname = prefix + ("o" if j == len(layers) - 1 else f"h{j + 1}")
         gate = "identity"
+        if layer.lut is not None:
+            lo, T = layer.lut.lut_lo, layer.lut.lut_values
+            gate = f"lut({lo}..{lo + len(T) - 1}, [{', '.join(map(str, T.tolist()))}])"
         if layer.relu:
             s, L = s_list[relu_k], l_list[relu_k]
             relu_k += 1
             gate = f"relu(s={s})" if L is None else f"relu(s={s}, max={L})"
         text, shape = _LAYER_TEXT[layer.kind](layer, prev, lname, gate, shape)
+        if layer.shortcut is not None:
+            text += _shortcut_text(layer, lname, _flat(shape), made, n_in)
         out += text + [""]
+        made.append((lname, _flat(shape)))
         prev = lname
     if not layers_only:
         out.append(f"output {prev}")
     return "\n".join(out) + "\n"
+
+
+def _shortcut_text(layer: _Layer, lname: str, n: int, made: list, n_in: int) -> list[str]:
+    """Lines adding the shortcut's source, times its weight per channel, to lname."""
+    m = layer.shortcut
+    src, size = ("x", n_in) if m.shortcut_src < 0 else made[m.shortcut_src]
+    w = np.asarray(m.shortcut_weights, np.int64).reshape(-1)
+    if size != n or n % len(w):
+        raise VoodooError(f"from_torch: {_where(layer)}: a shortcut from {src} ({size} values) "
+                          f"joins {n} accumulators with {len(w)} weights")
+    if np.abs(w).max(initial=0) > WEIGHT_LIMIT:
+        raise VoodooError(f"from_torch: {_where(layer)}: a shortcut weight beyond "
+                          f"{WEIGHT_LIMIT}")
+    return [f"lines {src} -> {lname} diag [{', '.join(map(str, np.repeat(w, n // len(w))))}]"]
 
 
 def _input_shape(first: _Layer, input_shape):
