@@ -191,7 +191,7 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
                       1 + max((l.phase for l in lw.lanes), default=0), carry=carry,
                       steep=steep)
     for lane in lw.lanes:
-        lane.door_tag = lw.new_tag()
+        lane.door_tag = lw.new_tag(cold=True)
     for k, lane in enumerate(lw.lanes):
         lane.tid = 1000 + k
     lw.group_lines(circuit, solo)
@@ -231,6 +231,7 @@ class _Lowering:
     def __init__(self, net: Netlist, first_tag: int):
         self.net = net
         self.tag = first_tag
+        self.cold_tag = first_tag   # door tags: buckets of their own (new_tag)
         self.lights: list[Light] = []
         self.acc_light: dict[int, int] = {}
         self.value_light: dict[int, int] = {}
@@ -239,9 +240,26 @@ class _Lowering:
         self.phase_of: dict[int, int] = {}
         self.clock: list[tuple[int, int]] = []   # (membrane, node): gets its per-step constant
 
-    def new_tag(self) -> int:
-        self.tag += 1
-        return self.tag - 1
+    def new_tag(self, cold: bool = False) -> int:
+        """The next free tag of its kind. The engine finds a tag's sectors by walking the
+        chain of its hash bucket (tag % 256) to its end, and a weighted line walks its
+        light's chain every time a doll crosses it: so lights and weight groups (hot: every
+        crossing) take tags whose bucket no door shares, and door tags (cold: written once a
+        phase, each naming many sectors) take the first COLD_BUCKETS buckets. Measured on
+        the CNN map: weighted lines are 77 % of a ride's CPU (bench/speed.py, docs/physics.md)."""
+        if cold:
+            t = self.cold_tag
+            while t % P.TAG_BUCKETS >= P.COLD_BUCKETS:
+                t += 1
+            if t <= P.MAX_TAG:
+                self.cold_tag = t + 1
+                return t
+            cold = False          # past the engine's tags: any free tag, shared bucket or not
+        t = self.tag
+        while t % P.TAG_BUCKETS < P.COLD_BUCKETS:
+            t += 1
+        self.tag = t + 1
+        return t
 
     def make_lights(self) -> None:
         """An accumulator light per non-input node (a membrane for spiking ones) and a value

@@ -579,7 +579,8 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
     for solo in (solo_lines(m), solo_lines(m, every=True)):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
         # above its host map's).
-        c = lower(net, first_tag=min(m.lights, default=1),
+        c = lower(net, first_tag=min([*m.lights, *(l.door_tag for l in m.lanes if l.door_tag)],
+                                     default=1),
                   solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has})
         for k, lane in enumerate(c.lanes):
             lane.tid = min((l.tid for l in m.lanes), default=1000) + k
