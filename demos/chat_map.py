@@ -373,14 +373,29 @@ def gzdoom_visit(info: dict, text: str, steps: int) -> list[str]:
     from engine.gzdoom import TAIL
 
     keys = info["chat"]["keys"]
-    parts = [f"wait {info['init_tics'] + 14}"]
+    # No weapon in the picture; then the map's start. A move every 8 tics: with 2 between
+    # them GZDoom typed every other key or so (its console runs ahead of the game and
+    # warps landing in one tic entered no pad); with 6 it typed all.
+    parts = ["r_drawplayersprites 0", f"wait {info['init_tics'] + 14}"]
     for label in list(text) + ["ASK"]:
         k = keys[label]
         for x, y in ((k["x"], k["aisle"]), (k["x"], k["y"]), (k["x"], k["aisle"])):
-            parts += [f"warp {x:g} {y:g}", "wait 2"]
+            parts += [f"warp {x:g} {y:g}", "wait 8"]
     vx, vy = info["gallery"]["spots"]["view"]
+    # The picture waits for the warp: the console runs ahead of the game (engine/gzdoom.py).
     return parts + [f"wait {steps * (info['inference_tics'] + 4) + TAIL}",
-                    f"warp {vx:g} {vy:g}", "wait 4", "SHOT"]
+                    f"warp {vx:g} {vy:g}", "wait 40", "SHOT"]
+
+
+def gzdoom_pedal(info: dict, i: int, steps: int) -> list[str]:
+    """A visitor in GZDoom onto prompt pedal i and off it, then the wait for its run."""
+    from engine.gzdoom import TAIL
+
+    spots = info["gallery"]["spots"]
+    parts = []
+    for spot in ("rest", f"prompt{i}", "rest"):
+        parts += [f"warp {spots[spot][0]:g} {spots[spot][1]:g}", "wait 8"]
+    return parts + [f"wait {steps * (info['inference_tics'] + 4) + TAIL}"]
 
 
 def _esc(ch: str) -> str:

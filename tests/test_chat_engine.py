@@ -197,23 +197,32 @@ def test_keys_delete_clear_and_refuse_past_the_context(visitor, model):
 
 
 @needs_gzdoom
-def test_gzdoom_keyboard_types_and_asks_as_the_reference(built, net, model, tmp_path):
+def test_gzdoom_keyboard_and_pedal_run_as_the_reference(built, net, model, tmp_path):
     """The same question in GZDoom: the visitor steps onto each pad (a `warp` from the aisle
     onto it and back: GZDoom has no Python player) and onto ASK; every light of every step
     equals the reference; a picture of the typed prompt and the reply is not black or
-    uniform (kept as tmp_path/chat-keyboard.png)."""
+    uniform (kept as tmp_path/chat-keyboard.png, or $VOODOO_CHAT_SHOT). Then the first
+    prompt pedal: its run, the prompt's constants then the fed steps, every light of every
+    step equal to the reference too."""
     from PIL import Image
 
     from test_gzdoom_render import flaw
 
     info = built.loaded.infos[0]
-    want = generate(model, QUESTION)
-    parts = chat_map.gzdoom_visit(info, QUESTION, want.steps)
-    log, shots = gz.play(GZDOOM, [built.loaded.path, built.probe], parts, timeout=1500)
+    typed, pedal = generate(model, QUESTION), generate(model, chat_map.PROMPTS[0])
+    parts = chat_map.gzdoom_visit(info, QUESTION, typed.steps) + \
+        chat_map.gzdoom_pedal(info, 0, pedal.steps)
+    log, shots = gz.play(GZDOOM, [built.loaded.path, built.probe], parts, timeout=1800,
+                         timescale=4)
     tr = gz.parse_log(log, built.pm)
-    low, res = _reference_steps(net, model, QUESTION)
-    for t in range(want.steps):
-        bad = _lights_differ(built, tr, 1_000_001 + t, low, res, t)
-        assert not bad, f"step {t}: {len(bad)} lights differ, first {bad[:1]}"
-    Image.fromarray(shots[0]).save(tmp_path / "chat-keyboard.png")
+    seq = 1_000_001                   # the chat script's acks start apart from a runner's
+    for prompt, run in ((QUESTION, typed), (chat_map.PROMPTS[0], pedal)):
+        low, res = _reference_steps(net, model, prompt)
+        for t in range(run.steps):
+            bad = _lights_differ(built, tr, seq, low, res, t)
+            assert not bad, f"{prompt!r} step {t}: {len(bad)} lights differ, first {bad[:1]}"
+            seq += 1
+        assert _one_hot(low, res, run.steps - 1) == 0   # it ended on the newline it chose
+    Image.fromarray(shots[0]).save(os.environ.get("VOODOO_CHAT_SHOT",
+                                                  str(tmp_path / "chat-keyboard.png")))
     assert flaw(shots[0]) is None, flaw(shots[0])
