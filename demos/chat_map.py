@@ -369,7 +369,8 @@ def gzdoom_visit(info: dict, text: str, steps: int) -> list[str]:
     """A visitor in GZDoom as console commands (engine.gzdoom.play): onto each key of
     `text` and onto ASK (a warp from its aisle onto the pad and back: GZDoom has no Python
     player to walk), then the wait for a run of `steps` steps, then a picture (SHOT) from the
-    view spot: the typed prompt and the reply on the screen, the letter wall ahead."""
+    start: the typed prompt and the reply on the screen, the keyboard and the letter wall
+    ahead."""
     from engine.gzdoom import TAIL
 
     keys = info["chat"]["keys"]
@@ -381,8 +382,9 @@ def gzdoom_visit(info: dict, text: str, steps: int) -> list[str]:
         k = keys[label]
         for x, y in ((k["x"], k["aisle"]), (k["x"], k["y"]), (k["x"], k["aisle"])):
             parts += [f"warp {x:g} {y:g}", "wait 8"]
-    vx, vy = info["gallery"]["spots"]["view"]
-    # The picture waits for the warp: the console runs ahead of the game (engine/gzdoom.py).
+    vx, vy = info["gallery"]["spots"]["rest"]
+    # The picture, from the start over the keyboard to the letter wall, waits for the
+    # warp: the console runs ahead of the game (engine/gzdoom.py).
     return parts + [f"wait {steps * (info['inference_tics'] + 4) + TAIL}",
                     f"warp {vx:g} {vy:g}", "wait 40", "SHOT"]
 

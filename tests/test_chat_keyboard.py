@@ -103,7 +103,7 @@ def test_the_controls_compile_with_ours_and_the_real_acc():
 def test_gzdoom_visitor_steps_onto_each_key_then_ask():
     keys = keyboard()
     info = {"init_tics": 10, "inference_tics": 100, "chat": {"keys": keys},
-            "gallery": {"spots": {"view": (0, 0)}}}
+            "gallery": {"spots": {"rest": (0, 0)}}}
     parts = chat_map.gzdoom_visit(info, "hi!", 3)
     onto = [p for p in parts if p.startswith("warp")][1::3][:4]
     assert onto == [f"warp {keys[l]['x']:g} {keys[l]['y']:g}" for l in ("h", "i", "!", "ASK")]
