@@ -74,7 +74,7 @@ KEY_ROWS = (
 KEY_PITCH_X, KEY_PITCH_Y, KEY_SIZE = 96, 128, 64
 KEY_X0, KEY_Y0 = -1632.0, 256.0      # column 0's centre; the bottom row's centre
 ROOM = (-2048.0, 0.0, -256.0, 1280.0)  # the chat room's box (x0, y0, x1, y1)
-KEY_TEX = {"DELETE": "FLAT5_3", "CLEAR": "FLAT5_3", "ASK": "FLAT22"}   # else FLAT14
+KEY_TEX = {"DELETE": "FLAT5_3", "CLEAR": "FLAT5_3", "ASK": "FLAT23"}   # red, grey; else blue
 
 
 @dataclass
