@@ -106,9 +106,9 @@ def config_net(model, config: str):
 
 
 def build(net, out: str, room: bool = True):
-    """Compile the netlist into one map (with the player's room around the hall: prompt
-    pedals and the letter wall, demos/chat_map.py) and write the WAD; returns its loaded
-    form (mapgen.compile.load_wad)."""
+    """Compile the netlist into one map (with the player's room around the hall: the
+    keyboard on the floor, prompt pedals and the letter wall, demos/chat_map.py) and write
+    the WAD; returns its loaded form (mapgen.compile.load_wad)."""
     from mapgen import wadcache
     from mapgen.compile import compile_netlist, load_wad, write_wad
 

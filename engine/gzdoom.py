@@ -20,7 +20,8 @@ on how strings are tagged in a library. A probe made with `on_ack` logs only on 
 the ack changes (a long game logs once per inference, not once per tic).
 
 `screenshots` runs a map and captures the view at given tics (the render tests: no map may
-start black, docs/gzdoom.md).
+start black, docs/gzdoom.md); `play` drives a map as a visitor would (warps onto pads,
+waits) with the probe loaded and takes screenshots on the way.
 """
 from __future__ import annotations
 
@@ -305,6 +306,35 @@ def screenshots(binary: str, files: list[str], tics: list[int], commands: dict |
                                   f"of {len(tics)}:\n{text[-1500:]}\n{r.stderr[-1500:]}")
             shots.append(np.asarray(Image.open(path).convert("RGB")))
         return shots
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def play(binary: str, files: list[str], parts: list[str], timeout: float = 600,
+         size: tuple[int, int] = (640, 480), timescale: float = 1.0) -> tuple[str, list]:
+    """One GZDoom run of MAP01 of `files` (a map and a probe) driven by the console commands
+    `parts` (`warp x y`, `puke N`, `wait N`; each `SHOT` takes a screenshot then) and ended
+    by `quit`: (the log's text, the screenshots as RGB arrays, in order). `timescale` > 1
+    runs the game clock faster than real time (GZDoom's i_timescale: the same tics, sooner,
+    as far as the CPU keeps up)."""
+    import numpy as np
+    from PIL import Image
+
+    work = tempfile.mkdtemp(prefix="voodoonet-gzplay-")
+    try:
+        paths, cmds = [], [f"i_timescale {timescale:g}"] if timescale != 1 else []
+        for part in parts:
+            if part == "SHOT":
+                paths.append(os.path.join(work, f"shot{len(paths)}.png"))
+                part = f"screenshot {paths[-1]}"
+            cmds.append(part)
+        r, text = _gzdoom(binary, files, "; ".join(cmds + ["wait 3", "quit"]), work,
+                          timeout, size)
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise EngineError(f"GZDoom exited {r.returncode} without {len(missing)} of its "
+                              f"{len(paths)} screenshots:\n{text[-1500:]}\n{r.stderr[-1500:]}")
+        return text, [np.asarray(Image.open(p).convert("RGB")) for p in paths]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

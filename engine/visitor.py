@@ -5,8 +5,9 @@ Owns the drivers tests and demos use to play the rooms of mapgen/room.py:
 - `Walker`: the player's own moves, through the engine's buttons: turn to an angle,
   walk to a point (forward only, aiming every tic and letting go in time to coast to a
   stop there), press USE;
-- `GalleryDriver`: the demos' galleries (museum, tic-tac-toe): warps onto pedals, waits
-  for the machine, takes pictures;
+- `GalleryDriver`: the demos' galleries (museum, tic-tac-toe, the chat room): warps onto
+  pedals, waits for the machine, takes pictures (with the walker's buttons and pose, a
+  subclass walks too: demos/chat_map.ChatVisitor types on the chat room's keyboard);
 - `ControlRoomDriver`: the control room of any compiled circuit (mapgen/controls.py) as a
   walking visitor: it walks the aisles to each control, steps on pads and presses
   switches, waits for the machine to finish, and reads every display back from its
@@ -85,14 +86,17 @@ class GalleryDriver:
     machine_pedals: tuple[str, ...] = ()
     what = "the machine"
 
-    def __init__(self, wad: str, info: dict, spots: dict, render: bool = False):
+    def __init__(self, wad: str, info: dict, spots: dict, render: bool = False,
+                 buttons: tuple[str, ...] = ("MOVE_FORWARD", "LOOK_UP_DOWN_DELTA"),
+                 pose: bool = False, extra_args: tuple[str, ...] = ()):
         from engine.doom import Engine
         from engine.runner import MapRunner
 
         self.info = info
         self.spots = spots
+        self.buttons = buttons
         self.engine = Engine(wad, resolution="RES_640X480" if render else "RES_160X120",
-                             render=render, buttons=("MOVE_FORWARD", "LOOK_UP_DOWN_DELTA"))
+                             render=render, buttons=buttons, pose=pose, extra_args=extra_args)
         self.runner = MapRunner(wad, info, engine=self.engine)   # waits for the map's ready
         self.reads = 0
 
@@ -135,11 +139,14 @@ class GalleryDriver:
 
         from mapgen.render import save_png
 
+        look = self.buttons.index("LOOK_UP_DOWN_DELTA")
+        tilt = [[pitch if k == look else 0.0 for k in range(len(self.buttons))]
+                for pitch in (pitch, 0.0, -pitch)]
         self.warp(spot)
-        self.engine.advance(1, [0.0, pitch])
-        self.engine.advance(3, [0.0, 0.0])
+        self.engine.advance(1, tilt[0])
+        self.engine.advance(3, tilt[1])
         save_png(Image.fromarray(self.engine.screen()), path)
-        self.engine.advance(1, [0.0, -pitch])
+        self.engine.advance(1, tilt[2])
 
 
 class ControlRoomDriver:

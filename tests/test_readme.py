@@ -74,7 +74,7 @@ def readme_commands() -> list[str]:
     for line in _blocks(open(README, encoding="utf-8").read()):
         if line.startswith("python build.py"):
             cmds.append(re.sub(r"\s+#.*$", "", line))
-    return cmds
+    return list(dict.fromkeys(cmds))   # a command shown twice (a section repeats it) runs once
 
 
 def _small(cmd: str) -> str:
