@@ -11,13 +11,10 @@ Owns the scripted visits of a hub and the probe that watches them:
   only once it has handed its values on), and so on, map after map; the last map's
   displays, read from the log, are the result. The values cross maps in the engine's own
   ACS globals, as for a player;
-- `visit_vizdoom`: ViZDoom ends its episode at any level exit and starts every map as a
-  new game (ACS globals cleared: engine/doom.py change_map), so a hub cannot be walked
-  through there. Each map is played as far as ViZDoom goes: MAP01 from its pedal to its
-  EXIT (the episode ends there, which shows the exit fired); a later map is entered with
-  the hub array as the map before left it, set by a relay library (`relay_source`: the
-  logged slots, as constants, and hub_map) before the map's own hub script looks, then
-  the map runs by itself and its EXIT ends the episode too.
+- `visit_vizdoom`: the same visit in ViZDoom, in one engine. ViZDoom ends its episode at
+  an intermission (and `change_map` starts a new game, clearing the ACS globals), but a
+  hub's maps skip the intermission (MAPINFO), so the EXIT takes ViZDoom to the next map
+  with the globals kept, as GZDoom. Python only waits (on the ack) and warps.
 
 `check_visit` compares a visit with the integer reference: every slot each map handed on
 and every display of the last map, with `==`.
@@ -32,7 +29,7 @@ from dataclasses import dataclass, field
 
 from engine.doom import EngineError
 
-PROBE_SCRIPT, RELAY_SCRIPT = 32001, 32002
+PROBE_SCRIPT = 32001
 MARK = "VNH"
 CHUNK = 12
 # Console tics a map is given beyond its predicted tics: the console runs ahead of the
@@ -82,19 +79,6 @@ def probe_source(infos: list[dict]) -> str:
     L += [f"                {c}" for c in _log_calls("D", [f"GetSectorLightLevel({t})"
                                                            for t in tags])]
     L += ["            }", "        }", "        Delay(1);", "    }", "}", ""]
-    return "\n".join(L)
-
-
-def relay_source(infos: list[dict], slots: list[int], hub_map: int) -> str:
-    """A library that sets the hub array and hub_map as a map left them (ViZDoom only:
-    it cannot change maps with the globals kept). Constants, before any map script
-    looks: the machine is not ready for its first tics."""
-    hub = infos[0]["hub"]
-    L = ['#library "vnrelay"', '#include "zcommon.acs"', "",
-         f"global int {hub['hub_var']}:hub[];", f"global int {hub['hub_map_var']}:hub_map;", "",
-         f"script {RELAY_SCRIPT} OPEN", "{"]
-    L += [f"    hub[{s}] = {v};" for s, v in enumerate(slots)]
-    L += [f"    hub_map = {hub_map};", "}", ""]
     return "\n".join(L)
 
 
@@ -241,57 +225,34 @@ def visit_gzdoom(binary: str, wad: str, infos: list[dict], preset: int,
 
 # -- ViZDoom -------------------------------------------------------------------------------
 def visit_vizdoom(wad: str, infos: list[dict], preset: int) -> list[Record]:
-    """A visit in ViZDoom, map by map (module docstring): for each map, its record once it
-    handed on, from the probe's log. Each map's EXIT must end the episode."""
+    """The same visit in ViZDoom, in one engine (it changes maps through the EXIT and keeps
+    the ACS globals, since no intermission ends its episode): the probe's records."""
+    from engine.doom import Engine
+
     work = tempfile.mkdtemp(prefix="voodoonet-hubvz-")
     try:
-        probe = os.path.join(work, "vnhub.wad")
+        probe, log = os.path.join(work, "vnhub.wad"), os.path.join(work, "hub.log")
         write_library(probe, probe_source(infos), "VNHUB")
-        after: list[Record] = []
-        for k, info in enumerate(infos):
-            libs = [probe]
-            if k:
-                relay = os.path.join(work, f"relay{k}.wad")
-                write_library(relay, relay_source(infos, after[-1].slots, k), "VNRELAY")
-                libs.append(relay)
-            log = os.path.join(work, f"map{k + 1}.log")
-            _play_map(wad, info, k, libs, log, preset)
-            recs = [r for r in parse_log(open(log, errors="replace").read(), infos)
-                    if r.level == k + 1 and r.hub_map == k + 1]
-            if not recs:
-                raise EngineError(f"MAP{k + 1:02d} never handed its values on in ViZDoom")
-            after.append(recs[0])
-        return after
+        extra = (f"-file {probe}", f"+logfile {log}", "+autosave 0")
+        with Engine(wad, "MAP01", extra_args=extra) as engine:
+            for k, info in enumerate(infos):
+                _wait_ack(engine, info, k, -1, info["init_tics"] + MARGIN)
+                if k == 0:
+                    engine.command("warp {:g} {:g}".format(*info["hub"]["pedals"][preset]))
+                _wait_ack(engine, info, k, 1, info["inference_tics"] + MARGIN)
+                engine.advance(3)   # the hub loop copies out in the tic after the ack
+                if k < len(infos) - 1:
+                    engine.command("warp {:g} {:g}".format(*info["hub"]["exit"]))
+                    engine.advance(2)
+        return parse_log(open(log, errors="replace").read(), infos)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _play_map(wad: str, info: dict, k: int, libs: list[str], log: str, preset: int) -> None:
-    """Map k as the visitor plays it: (MAP01) onto the pedal, wait for the run, onto the
-    EXIT; the episode must end there."""
-    from engine.doom import Engine
-
-    hub = info["hub"]
-    extra = tuple(f"-file {os.path.abspath(p)}" for p in libs) + (f"+logfile {log}",)
-    engine = Engine(wad, f"MAP{k + 1:02d}", extra_args=extra)
-    try:
-        engine.advance(info["init_tics"] + 2)
-        if k == 0:
-            engine.command("warp {:g} {:g}".format(*hub["pedals"][preset]))
-        for _ in range(info["inference_tics"] + MARGIN):
-            engine.advance(1)
-            if engine.user(info["ack_var"]) == 1:
-                break
-        else:
-            raise EngineError(f"MAP{k + 1:02d} did not run in ViZDoom")
-        engine.advance(3)   # the hub loop copies out in the tic after the ack
-        engine.command("warp {:g} {:g}".format(*hub["exit"]))
-        try:
-            engine.advance(3)
-        except EngineError as e:   # the episode ended: the exit fired
-            if "episode ended" in str(e):
-                return
-            raise
-        raise EngineError(f"MAP{k + 1:02d}'s EXIT did not end the map in ViZDoom")
-    finally:
-        engine.close()
+def _wait_ack(engine, info: dict, k: int, value: int, tics: int) -> None:
+    for _ in range(tics):
+        if engine.user(info["ack_var"]) == value:
+            return
+        engine.advance(1)
+    raise EngineError(f"MAP{k + 1:02d}: the map's ack never became {value} in ViZDoom "
+                      f"({tics} tics)")
