@@ -207,8 +207,7 @@ def _displays(tnet: Netlist, first: bool, last: bool, presets, groups: dict):
                 images.append(list(ids))
             else:
                 dials += [i for i in ids if tnet.nodes[i].gate.lo < tnet.nodes[i].gate.hi]
-    full, disp = D.add_displays(tnet, numbers=numbers + dials, images=images)
-    _keep_input_ranges(tnet, full)
+    full, disp = _add_displays(tnet, numbers + dials, images)
     by_name = {d.shows: d for d in disp.numbers}
     rows = []
     if last:
@@ -234,17 +233,51 @@ def _displays(tnet: Netlist, first: bool, last: bool, presets, groups: dict):
     return full, disp, rows
 
 
-def _keep_input_ranges(tnet: Netlist, full: Netlist) -> None:
-    """The JSON round trip of add_displays gives a vector of inputs one range; a tile's
-    inputs carry each value's own (handoff.handed_input), which its manifest must keep."""
+def _add_displays(tnet: Netlist, numbers: list[int], images: list[list[int]]):
+    """display.add_displays for a tile's netlist. Its JSON round trip knows a vector as
+    elements 0..n-1 with one range, while a tile takes some elements of a vector (the CNN's
+    MAP01: 120 of the 144 pixels), each with its own range (handoff.handed_input): the
+    displays are added to a copy with every vector renumbered 0..n-1, and the tile's names,
+    indices and input ranges, which its manifest must keep, are put back."""
+    import copy
+
+    from dsl.ir import element_name
     from dsl.ranges import analyse
 
-    changed = False
-    for i in tnet.inputs:
-        if full.nodes[i].gate != tnet.nodes[i].gate:
-            full.nodes[i].gate, changed = tnet.nodes[i].gate, True
-    if changed:
-        analyse(full)
+    dense = copy.deepcopy(tnet)
+    groups: dict[str, list[int]] = {}
+    # A tile may take some elements of a vector and compute others (the CNN's MAP02: h2):
+    # the JSON form has a vector either inputs or neurons, so the inputs go apart. In node
+    # order: the round trip lays the vectors out in the order they are declared.
+    mixed = {g for g, ids in tnet.groups.items() if len({tnet.nodes[i].is_input for i in ids}) > 1}
+    for n in dense.nodes:
+        name = n.group
+        if n.group in mixed and n.is_input:
+            name = f"{n.group}_hub_in"
+            while name in tnet.groups:
+                name += "_"
+        groups.setdefault(name, []).append(n.id)
+        n.group = name
+    dense.groups = groups
+    for g, ids in groups.items():
+        for j, i in enumerate(ids):
+            n = dense.nodes[i]
+            n.index, n.name = (j, element_name(g, j)) if n.index is not None else (None, g)
+    full, disp = D.add_displays(dense, numbers=numbers, images=images)
+    back = {dense.nodes[i].name: tnet.nodes[i].name for i in range(len(tnet.nodes))}
+    for n in tnet.nodes:
+        f = full.nodes[n.id]
+        f.name, f.index, f.group = n.name, n.index, n.group
+        if n.is_input:
+            full.nodes[n.id].gate = n.gate
+    full.groups = {**tnet.groups, **{g: ids for g, ids in full.groups.items()
+                                     if g not in groups}}
+    for d in disp.numbers:
+        d.shows = back[d.shows]
+    for img in disp.images:
+        img.shows = [back[s] for s in img.shows]
+    analyse(full)
+    return full, disp
 
 
 def _group(name: str) -> str:
