@@ -46,7 +46,9 @@ def build(out: str, data_dir=None, acc: str = "internal"):
     write_wad(out, maps, net, tiles)
     print(f"{out}: {net.name} as a hub of {len(maps)} maps, compiled in "
           f"{time.perf_counter() - t0:.0f} s")
-    return net, [m.manifest for m in maps]
+    # the manifests as the WAD holds them (write_wad adds what each map takes, hands on)
+    return net, [{**m.manifest, "tile_inputs": t.inputs, "tile_outputs": t.outputs}
+                 for m, t in zip(maps, tiles)]
 
 
 def run(args) -> int:

@@ -139,7 +139,7 @@ def hub_map(tnet: Netlist, k: int, n_maps: int, slots: dict, presets, groups: di
     from .controls import AISLE, MARGIN, _Builder, _rows_extent
     from .layout import conveyor_tag_for
     from .program import manifest
-    from .room import build_gallery, finish, hall_geometry
+    from .room import finish
     from .udmf import MapModel
 
     first, last = k == 0, k == n_maps - 1
@@ -148,8 +148,7 @@ def hub_map(tnet: Netlist, k: int, n_maps: int, slots: dict, presets, groups: di
     m = MapModel()
     conveyor = conveyor_tag_for(circuit)
     width, depth = _rows_extent(rows)
-    gal = build_gallery(m, circuit, conveyor, depth=depth, half_width=width / 2 + MARGIN,
-                        light=176, lanes=hall_geometry(circuit))
+    gal = _room(m, circuit, conveyor, depth, width / 2 + MARGIN)
     b = _Builder(m, gal, circuit, tnet, disp, conveyor)
     b.hub = {"pedals": [], "exit": None, "exit_tag": None, "looks": {}}
     x_left, y_top = gal.cx - width / 2, gal.y1 - 128
@@ -188,6 +187,30 @@ def hub_map(tnet: Netlist, k: int, n_maps: int, slots: dict, presets, groups: di
                      machine + "\n" + source, behavior, info)
     cm.next_map = "MAP01" if last else f"MAP{k + 2:02d}"
     return cm
+
+
+def _room(m, circuit, conveyor: int, depth: float, half_width: float):
+    """The lanes as the plain map has them (each walled in alone) and, south of them, the
+    visitor's room under an open sky (GZDoom's first frame needs sky in view: docs/
+    gzdoom.md). Not the control room's gallery over a lane hall: there every lane is a
+    trench cut into the hall's floor sectors, and GZDoom g4.14.2 did not get through
+    loading the MNIST CNN's MAP01 built that way (10 minutes, then a crash), while it loads
+    the plain one in seconds."""
+    from .layout import emit_lane
+    from .room import SKY, ROOM_FLOOR, Gallery, hall_geometry
+    from .udmf import Sector
+
+    geoms, hall_box = hall_geometry(circuit)
+    for g in geoms:
+        emit_lane(m, g, conveyor)
+    cx = (hall_box[0] + hall_box[2]) / 2
+    x0, x1, y1 = cx - half_width, cx + half_width, hall_box[1] - 256
+    y0 = y1 - depth
+    floor, ceil = 0, 256
+    room = m.rect_sector(x0, y0, x1, y1, Sector(floor, ceil, 176, floor_tex=ROOM_FLOOR,
+                                                 ceil_tex=SKY, comment="the hub room"),
+                         tex="MARBLE1")
+    return Gallery(geoms, room, room, floor, ceil, x0, y0, x1, y1, cx, hall_box)
 
 
 def _displays(tnet: Netlist, first: bool, last: bool, presets, groups: dict):
