@@ -25,8 +25,9 @@ def add_arguments(p) -> None:
     p.add_argument("--hub", action="store_true",
                    help="with --model cnn: the maps as a hub to walk through in GZDoom (ten "
                         "held-out digits on MAP01's pedals, the logits on MAP02's displays), "
-                        "checked by a visitor in ViZDoom, and in GZDoom with $GZDOOM "
-                        "(demos/mnist_hub.py)")
+                        "checked by a visitor in ViZDoom (demos/mnist_hub.py)")
+    p.add_argument("--gzdoom", metavar="BINARY",
+                   help="with --hub: the same visit in this GZDoom too")
     p.add_argument("--digit", type=int, default=7,
                    help="with --hub: the pedal (digit class 0..9) the visitor steps on")
     add_acc_option(p)
@@ -72,6 +73,8 @@ def _hub(args) -> int:
 
     if args.model != "cnn":
         raise VoodooError("--hub: the convolutional model's hub (--model cnn)")
+    if args.gzdoom and not os.path.isfile(args.gzdoom):
+        raise VoodooError(f"--gzdoom {args.gzdoom}: no such file")
     if not 0 <= args.digit <= 9:
         raise VoodooError(f"--digit {args.digit}: choose a pedal 0..9")
     wad = args.output or os.path.join(WADS, "mnist_cnn_hub.wad")
