@@ -179,3 +179,14 @@ def test_gzdoom_visitor_walks_the_hub_and_every_display_is_exact(hub):
         after = H.done_records(records, 2)
         assert H.check_visit(hub.net, hub.infos, preset, after) == []
         assert None not in H.shown(hub.infos, after[1].lights).values()
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--hub"], "--model cnn"),
+    (["--model", "cnn", "--hub", "--digit", "12"], "choose a pedal 0..9"),
+    (["--model", "cnn", "--hub", "--gzdoom", "/nonexistent/gzdoom"], "no such file"),
+])
+def test_mnist_hub_refusals(args, says, tmp_path):
+    r = _cli("mnist", *args, "-o", str(tmp_path / "x.wad"))
+    assert r.returncode != 0 and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
