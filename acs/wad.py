@@ -31,13 +31,15 @@ class WadError(VoodooError):
 class MapLump:
     """One text map: `name` like "MAP01", UDMF `textmap`, compiled `behavior` (or None),
     ACS `scripts` source kept in the WAD for modders (or None), MAPINFO `title`, and its
-    `nodes` built ahead (a ZNODES lump: mapgen/nodes.py; None: the engine builds them)."""
+    `nodes` built ahead (a ZNODES lump: mapgen/nodes.py; None: the engine builds them),
+    and for hub play (mapgen/hub.py) the map its exit leads to, `next`."""
     name: str
     textmap: str
     behavior: bytes | None = None
     scripts: str | None = None
     title: str | None = None
     nodes: bytes | None = None
+    next: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,17 @@ def player_class(step_height: int) -> str:
 
 def make_mapinfo(maps: list[MapLump], step_height: int = DEFAULT_STEP) -> str:
     """A MAPINFO in the brace format ZDoom 2.8 reads: one `map` block per map, and the
-    player class when the dolls step higher than Doom's player (`player_class`)."""
+    player class when the dolls step higher than Doom's player (`player_class`). A map
+    with a `next` (hub play) names it and skips the intermission, whose tally would wait
+    for a key between two maps of one network."""
     out = []
     if step_height > DEFAULT_STEP:
         out.append(f'gameinfo\n{{\n    playerclasses = "{PLAYER_CLASS}"\n}}\n')
     for m in maps:
         # Name the sky: without it, sky ceilings draw as a missing-texture checkerboard.
-        out.append(f"map {m.name} {_quote(m.title or m.name)}\n{{\n    sky1 = \"SKY1\", 0\n}}\n")
+        hub = "" if m.next is None else f"    next = {_quote(m.next)}\n    nointermission\n"
+        out.append(f"map {m.name} {_quote(m.title or m.name)}\n{{\n    sky1 = \"SKY1\", 0\n"
+                   f"{hub}}}\n")
     return "\n".join(out)
 
 

@@ -26,6 +26,13 @@ def add_arguments(p) -> None:
                         "with its controls), check every display against the reference and "
                         "take a picture of the outputs")
     add_tiles_option(p)
+    p.add_argument("--hub", action="store_true",
+                   help="with --tiles: maps a player walks through in GZDoom, MAP01's preset "
+                        "pedals to the last map's output displays, the values crossing in ACS "
+                        "globals (mapgen/hub.py); Python's runner still runs the WAD")
+    p.add_argument("--preset", metavar="V,V,...", action="append",
+                   help="with --hub: an input vector for one of MAP01's pedals (repeat, up "
+                        "to 10; default: all low, all high and two seeded vectors)")
     add_door_budget_option(p)
     add_acc_option(p)
 
@@ -48,6 +55,7 @@ def run(args) -> int:
     from commands.common import check_tiles, default_wad, guard
 
     check_tiles(args.tiles)
+    _check_hub(args)
     if args.screenshot is not None and (args.plain or args.tiles is not None):
         raise VoodooError("--screenshot: a picture of the control room; not with --plain "
                           "or --tiles")
@@ -60,6 +68,7 @@ def run(args) -> int:
     _write(out, args.acs, maps, net, tiles, pk3)
     print(f"{out}: compiled {args.file}" + (f" into {len(maps)} maps" if len(maps) > 1 else "")
           + ("" if args.plain or tiles else ", with its control room")
+          + (": a hub to walk through (README, Playing in GZDoom)" if args.hub else "")
           + (f"; {pk3}: the same as a PK3" if pk3 else ""))
     for m in maps:
         print(m.report())
@@ -80,11 +89,48 @@ def _picture(wad: str, cm, net, png: str) -> int:
     return 0 if ok else 1
 
 
+def _check_hub(args) -> None:
+    if args.preset and not args.hub:
+        raise VoodooError("--preset: the pedals of a hub WAD; give --hub too")
+    if args.hub and (args.tiles is None or args.plain or args.screenshot is not None):
+        raise VoodooError("--hub: maps to walk through, one per tile: give --tiles N (or "
+                          "auto), without --plain or --screenshot")
+
+
+def _presets(args, net):
+    """--preset V,V,... as hub presets (None: the defaults)."""
+    from mapgen.hub import Preset
+
+    out = []
+    for text in args.preset or []:
+        try:
+            values = [int(v) for v in text.split(",")]
+        except ValueError:
+            raise VoodooError(f"--preset {text}: give the inputs as integers, e.g. 3,2,2,1") \
+                from None
+        out.append(Preset(",".join(map(str, values)), values))
+    return out or None
+
+
 def _maps(net, args):
     """(the netlist the WAD carries, its maps, tiles or None): the control room unless
-    --plain or --tiles."""
+    --plain or --tiles; with --hub, hub maps (mapgen/hub.py)."""
     from commands.common import build_maps, check_tiles
 
+    if args.hub:
+        from mapgen.hub import check_hub_net, check_presets, compile_hub, default_presets
+        from mapgen.tiles import plan_tiles
+
+        check_hub_net(net)
+        presets = _presets(args, net) or default_presets(net)
+        check_presets(net, presets)
+        n = check_tiles(args.tiles)
+        if args.door_budget is not None and args.door_budget < 1:
+            raise VoodooError(f"--door-budget {args.door_budget}: give at least 1 door per "
+                              "sub-lane")
+        plan = plan_tiles(net, n_tiles=None if n == "auto" else n, door_budget=args.door_budget)
+        return net, compile_hub(net, plan, args.title or net.name, presets, acc=args.acc,
+                                door_budget=args.door_budget), plan
     if args.plain or check_tiles(args.tiles) is not None:
         return build_maps(net, args.tiles, args.acc, args.title, args.door_budget)
     from mapgen.controls import compile_room

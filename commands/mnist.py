@@ -22,6 +22,14 @@ def add_arguments(p) -> None:
                    help="use the small checked-in model (circuits/mnist_small.dnet): no training")
     p.add_argument("-o", "--output", help="WAD to write (default wads/mnist.wad, "
                                           "wads/mnist_cnn.wad with --model cnn)")
+    p.add_argument("--hub", action="store_true",
+                   help="with --model cnn: the maps as a hub to walk through in GZDoom (ten "
+                        "held-out digits on MAP01's pedals, the logits on MAP02's displays), "
+                        "checked by a visitor in ViZDoom (demos/mnist_hub.py)")
+    p.add_argument("--gzdoom", metavar="BINARY",
+                   help="with --hub: the same visit in this GZDoom too")
+    p.add_argument("--digit", type=int, default=7,
+                   help="with --hub: the pedal (digit class 0..9) the visitor steps on")
     add_acc_option(p)
     add_throughput_options(p, workers=False)
 
@@ -45,6 +53,8 @@ def run(args) -> int:
     if args.small and args.model == "cnn":
         raise VoodooError("--small is the small MLP; --model cnn is the convolutional model: "
                           "give one of them")
+    if args.hub:
+        return _hub(args)
     name = "mnist_cnn" if args.model == "cnn" else "mnist"
     wad = args.output or os.path.join(WADS, f"{name}.wad")
     base = os.path.splitext(wad)[0]   # the pictures go beside the WAD (demos/mnist.py)
@@ -53,6 +63,25 @@ def run(args) -> int:
                               _reads(args))
     # 4 like `run`: a wrong answer (the demo's 1) is told apart from a refusal (1)
     return 4 if run_demo(args) == 1 else 0
+
+
+def _hub(args) -> int:
+    import os
+
+    from commands.common import WADS, Output, guard
+    from dsl.diagnostics import VoodooError
+
+    if args.model != "cnn":
+        raise VoodooError("--hub: the convolutional model's hub (--model cnn)")
+    if args.gzdoom and not os.path.isfile(args.gzdoom):
+        raise VoodooError(f"--gzdoom {args.gzdoom}: no such file")
+    if not 0 <= args.digit <= 9:
+        raise VoodooError(f"--digit {args.digit}: choose a pedal 0..9")
+    wad = args.output or os.path.join(WADS, "mnist_cnn_hub.wad")
+    args.output, = guard([Output("-o", args.output, wad, parts=True)], _reads(args))
+    from demos.mnist_hub import run
+
+    return 4 if run(args) == 1 else 0
 
 
 def _reads(args) -> list[str]:

@@ -216,6 +216,8 @@ def _gzdoom(binary: str, files: list[str], commands: str, work: str, timeout: fl
             # waits do (a command timed for tic 30 would land before the ENTER scripts).
             "+vid_fullscreen", "0", "+i_pauseinbackground", "0", "+wipetype", "0",
             "+sv_cheats", "1",
+            # No autosave on entering a map (a hub visit changes maps): a run writes nothing.
+            "+disableautosave", "2",
             "+logfile", log, "+map", "MAP01", "+" + commands]
     if not os.environ.get("DISPLAY"):
         if not shutil.which("xvfb-run"):

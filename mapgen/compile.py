@@ -35,6 +35,7 @@ class CompiledMap:
     manifest: dict
     nodes: bytes | None = None   # ZNODES built ahead (mapgen/nodes.py), once asked for
     step_height: int = 0         # the dolls' MaxStepHeight (lanes.step_height), from layout
+    next_map: str | None = None  # hub play (mapgen/hub.py): where the map's exit leads
 
     def __post_init__(self):
         if not self.step_height and self.layout is not None:
@@ -148,7 +149,7 @@ def _lump(m, nodes: bool):
     from acs.wad import MapLump
 
     return MapLump(m.name, m.textmap, m.behavior, m.acs, m.title,
-                   m.with_nodes().nodes if nodes else None)
+                   m.with_nodes().nodes if nodes else None, m.next_map)
 
 
 def write_pk3(path: str, maps: list[CompiledMap], net: Netlist | None = None,

@@ -395,6 +395,14 @@ class Bus:
         self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, "
                    f"GetSectorLightLevel({light_tag}), 0);  // {what}")
 
+    def load_input(self, k: int, slot: int, what: str) -> None:
+        """A value another map handed on (hub play, mapgen/hub.py) -> input k."""
+        self._emit(f"inputs[{k}] = hub[{slot}];  // input {what}, from the hub")
+
+    def hand_on(self, slot: int, light_tag: int, what: str) -> None:
+        """A light -> its slot of the hub array, for a later map (hub play)."""
+        self._emit(f"hub[{slot}] = GetSectorLightLevel({light_tag});  // hands on {what}")
+
     def read(self, var: str, light_tag: int, what: str) -> None:
         self._emit(f"{var} = GetSectorLightLevel({light_tag});  // {what}")
 
@@ -779,6 +787,8 @@ _BUS_FORMS = [
     rf"Scroll_Floor\({_INT}, 0, 0, 1\);",
     rf"user\d+ = GetSectorLightLevel\({_INT}\);",
     r"inputs\[\d+\] = [abcd];",
+    r"inputs\[\d+\] = hub\[\d+\];",                      # hub play: copies only
+    rf"hub\[\d+\] = GetSectorLightLevel\({_INT}\);",
     r"queue\[\d+\] = [abcd];",
     r"if \(n > \d+\)",
     r"if \(n == \d+\) \{ ack = seq; terminate; \}",
