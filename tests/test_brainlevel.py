@@ -269,7 +269,7 @@ def test_mlp_policy_plays_exact(tmp_path):
     pol = policy.load("mlp")
     path = str(tmp_path / "brain_mlp.wad")
     bm = build_wad(path, pol)
-    assert len(bm.compiled.circuit.lanes) < 100
+    assert len(bm.compiled.circuit.lanes) < 200   # (sub-lanes: mapgen/carry.py)
     with BrainRunner(path, bm.compiled.manifest) as r:
         res = r.episode(2, "paused", net=pol.net, max_tics=1500)
     done = [d for d in res.decisions if d.done]

@@ -255,7 +255,10 @@ def test_a_beat_too_short_is_caught(mlp3):
     last = max(e.tic for e in good.events if e.kind == "park")
     sched.pipeline = dataclasses.replace(good, beat_tics=good.beat_tics - (last - 2))
     p = check_pipeline(mlp3.layout, sched)
-    assert any("before it is back" in d.message for d in p)
+    # caught as a doll not back by the next release, or (short lanes: a beat of 2 tics)
+    # as the next writes moving doors while it still rides
+    assert any("before it is back" in d.message or "while its doll rides" in d.message
+               for d in p), [d.message for d in p]
 
 
 def test_spiking_nets_are_not_pipelined():

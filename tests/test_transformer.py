@@ -235,7 +235,7 @@ def test_split_lanes_compute_the_same_and_keep_phases(budget):
              for s in range(4)]
     rng = np.random.default_rng(budget)
     for net in nets:
-        whole, split = lower(net), lower(net, door_budget=budget)
+        whole, split = lower(net, split=False), lower(net, door_budget=budget)
         assert split.n_phases == whole.n_phases
         assert all(len(ln.doors) <= budget for ln in split.lanes
                    if ln.source[0] in ("light", "input") and ln.role == "gate")
@@ -273,7 +273,9 @@ def test_cli_door_budget(tmp_path):
     assert r.returncode == 0 and "phases" in r.stdout, r.stderr
     whole = build()
     tics = [int(p.stdout.split("tics per inference")[1].split()[0]) for p in (r, whole)]
-    assert tics[0] < tics[1]
+    # the default compile already cuts long lanes where its cost model finds it cheaper
+    # (mapgen/carry.py): a door budget is never slower
+    assert tics[0] <= tics[1]
     r = build("--door-budget", "0")
     assert r.returncode != 0 and "--door-budget 0" in r.stderr and "Traceback" not in r.stderr
 
