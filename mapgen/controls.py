@@ -377,6 +377,19 @@ def _run(b: _Builder, wd: Widget, x0: float, y0: float) -> None:
 BUILD = {"number": _number, "dial": _dial, "pads": _pads, "presets": _presets, "run": _run}
 
 
+def _place_rows(b, rows: list[list[Widget]], build: dict, x_left: float,
+                y_top: float) -> float:
+    """Each row of widgets left to right (`build[kind]` makes one), rows downwards with an
+    aisle after each; returns the y below the last aisle."""
+    for row in rows:
+        x, h = x_left, max(w.h for w in row)
+        for wd in row:
+            build[wd.kind](b, wd, x, y_top - h)
+            x += wd.w + 96
+        y_top -= h + AISLE
+    return y_top
+
+
 def _rows_extent(rows: list[list[Widget]]) -> tuple[float, float]:
     width = max(sum(w.w for w in row) + 96 * (len(row) - 1) for row in rows)
     depth = 128 + sum(max(w.h for w in row) + AISLE for row in rows) + 64
@@ -399,13 +412,8 @@ def compile_room(net: Netlist, *, title: str | None = None, map_name: str = "MAP
     gal = build_gallery(m, circuit, conveyor, depth=depth, half_width=width / 2 + MARGIN,
                         light=LIGHT, lanes=lanes)
     b = _Builder(m, gal, circuit, net, disp, conveyor)
-    x_left, y_top = gal.cx - width / 2, gal.y1 - 128
-    for row in rows:
-        x, h = x_left, max(w.h for w in row)
-        for wd in row:
-            BUILD[wd.kind](b, wd, x, y_top - h)
-            x += wd.w + 96
-        y_top -= h + AISLE
+    x_left = gal.cx - width / 2
+    y_top = _place_rows(b, rows, BUILD, x_left, gal.y1 - 128)
     room = b.room
     room.start = (gal.cx, y_top + AISLE - WALK)
     room.corridor = x_left - 80

@@ -136,7 +136,7 @@ def hub_map(tnet: Netlist, k: int, n_maps: int, slots: dict, presets, groups: di
     (MAP01) and exit, the machine and the hub scripts."""
     from .circuit import lower
     from .compile import CompiledMap, compile_acs
-    from .controls import AISLE, MARGIN, _Builder, _rows_extent
+    from .controls import AISLE, MARGIN, _Builder, _place_rows, _rows_extent
     from .layout import conveyor_tag_for
     from .program import manifest
     from .room import finish
@@ -151,13 +151,7 @@ def hub_map(tnet: Netlist, k: int, n_maps: int, slots: dict, presets, groups: di
     gal = _room(m, circuit, conveyor, depth, width / 2 + MARGIN)
     b = _Builder(m, gal, circuit, tnet, disp, conveyor)
     b.hub = {"pedals": [], "exit": None, "exit_tag": None, "looks": {}}
-    x_left, y_top = gal.cx - width / 2, gal.y1 - 128
-    for row in rows:
-        x, h = x_left, max(w.h for w in row)
-        for wd in row:
-            _BUILD[wd.kind](b, wd, x, y_top - h)
-            x += wd.w + 96
-        y_top -= h + AISLE
+    y_top = _place_rows(b, rows, _BUILD, gal.cx - width / 2, gal.y1 - 128)
     start = (gal.cx, y_top + AISLE - 120)
     written = {t for lane in circuit.lanes for door in lane.doors for t, _ in door.adds}
     blank = sorted(t for t in b.tiles if t in written)
