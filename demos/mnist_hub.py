@@ -6,9 +6,8 @@ in the demo's fixed shuffle of the held-out set, demos/mnist.py); the chosen dig
 in the floor beside them. The visitor steps on one pedal, waits for the dolls, steps on
 the EXIT pad into MAP02, whose dolls compute the ten logits into the ceiling displays.
 The values cross maps in ACS globals only. The visit runs in ViZDoom, and with `--gzdoom
-BINARY` in GZDoom too (g4.14.2 crashes loading the CNN's MAP02, hub or plain: docs/
-gzdoom.md); every value MAP01 hands on and every logit's display must equal the integer
-reference (`==`).
+BINARY` in GZDoom too; every value MAP01 hands on and every logit's display must equal
+the integer reference (`==`).
 """
 from __future__ import annotations
 

@@ -52,6 +52,7 @@ COSTS = TicCosts()
 # their walls and portals).
 PIECE_SECTORS = 3
 PIECE_LINES = 10
+PIECE_VERTICES = 32   # GZDoom's flat vertices: 3 boxes' 4 corners, floor and ceiling, and some
 MAX_BATCH, READ_SLOTS = 16, 58   # program.MAX_BATCH, program.READ_SLOTS
 
 
@@ -149,7 +150,7 @@ def _phase_options(lanes, steep: bool) -> _Phase:
 @dataclass(frozen=True)
 class Room:
     """How many sub-lanes a map has room for beyond its lanes (dolls, linedefs, sectors,
-    ACS), from the lowering's counts."""
+    GZDoom's flat vertices, ACS), from the lowering's counts."""
     pieces: int
 
 
@@ -157,11 +158,14 @@ def room_for(net, lanes, n_lights: int, steep: bool = True) -> Room:
     geoms = [lane_geometry(ln, 0, 0, steep) for ln in lanes]
     sectors = sum(len(g.segments) for g in geoms) + n_lights + 64
     lines = sum(3 * len(g.segments) + len(g.lines) for g in geoms) + 4 * n_lights + 256
+    # GZDoom's flat buffer (P.GZDOOM_FLAT_VERTICES): a sector's corners and its lines' ends
+    flat = 2 * sum(4 * len(g.segments) + 2 * len(g.lines) for g in geoms) + 8 * n_lights + 2048
     per_doll = acs_per_doll(net)
     acs = 6000 + per_doll * len(lanes) + 3 * (P.ACS_LINE_CHARS + 16) * n_lights
     room = min(P.TILE_DOLLS - len(lanes),
                (P.MAX_LINES * 9 // 10 - lines) // PIECE_LINES,
                (P.MAX_SECTORS * 9 // 10 - sectors) // PIECE_SECTORS,
+               (P.GZDOOM_FLAT_VERTICES * 9 // 10 - flat) // PIECE_VERTICES,
                (P.TILE_ACS_CHARS * 9 // 10 - acs) // per_doll)
     return Room(max(0, room))
 

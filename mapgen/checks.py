@@ -15,7 +15,8 @@ layout and schedule, so they judge the map that will actually be written:
 - carries (`check_carries`): what crosses from one step to the next (prev lanes' doors,
   fed-back inputs) is copied once per step, before its light is reset and in time for the
   doors to land before their dolls ride; the init levels the begin script sets fit a light;
-- budgets: map extent inside the coordinate range, doll, sector, line and tag counts;
+- budgets: map extent inside the coordinate range, doll, sector, line and tag counts, and
+  the vertices GZDoom's flat buffer takes (`flat_vertices`);
 - the pipelined beat (`check_pipeline`), unrolled over several beats, both at a runner's
   interval and at the batch script's overlapping one (`fit_batch_period` picks the
   shortest that passes): one mover per door plane at a time, never while its doll rides;
@@ -276,6 +277,12 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
     if len(m.lines) > MAX_LINES:
         out.append(Diagnostic(where, f"{len(m.lines)} linedefs; the budget is {MAX_LINES}",
                               "split the network over several maps (tiles)"))
+    flat = flat_vertices(m)
+    if flat > P.GZDOOM_FLAT_VERTICES:
+        out.append(Diagnostic(where, f"about {flat:,} vertices in GZDoom's flat buffer; it holds "
+                                     f"{P.GZDOOM_BUFFER:,} and a map leaves {P.GZDOOM_FRAME:,} "
+                                     "of them to drawing (GZDoom crashes loading more)",
+                              "split the network over several maps (tiles)"))
     short = [k for k, line in enumerate(m.lines)
              if m.vertices[line.v1] == m.vertices[line.v2]]
     if short:
@@ -289,6 +296,28 @@ def check_budgets(layout: Layout) -> list[Diagnostic]:
         out.append(Diagnostic(where, f"tag {top} is beyond {MAX_TAG}",
                               "split the network over several maps (tiles)"))
     return out + check_crowded_sectors(layout) + check_script_starts(layout)
+
+
+def flat_vertices(m) -> int:
+    """GZDoom's flat vertices for the map model `m` before its nodes are built: 2 planes x,
+    for each sector, the distinct vertices of the lines bounding or crossing it. The node
+    builder's splits add a few per cent (measured on the CNN hub's maps: the count from the
+    built nodes, mapgen/nodes.gl_flat_vertices, is 1.5 to 2.6 % higher)."""
+    import numpy as np
+
+    if not m.lines:
+        return P.GZDOOM_RESERVED
+    sector = np.array([s.sector for s in m.sides] + [-1], dtype=np.int64)
+    ends = np.array([(ln.v1, ln.v2, ln.front, ln.back) for ln in m.lines], dtype=np.int64)
+    n = len(m.vertices) + 1
+    keys = []
+    for side in (2, 3):
+        sec = sector[ends[:, side]]
+        for v in (0, 1):
+            keys.append((sec * n + ends[:, v])[sec >= 0])
+    keys = np.concatenate(keys)
+    keys.sort()
+    return P.GZDOOM_RESERVED + 2 * (int(len(keys) > 0) + int(np.count_nonzero(np.diff(keys))))
 
 
 def check_crowded_sectors(layout: Layout) -> list[Diagnostic]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from dsl.ir import Netlist
 from dsl.util import file_digest
 
+from . import physics as P
 from .checks import check_acs_size, run_all
 from .circuit import Circuit, lower
 from .layout import Layout, build_layout
@@ -273,6 +274,7 @@ def resource_report(m: CompiledMap) -> str:
         ("lights", f"{len(c.lights)}"),
         ("sectors", f"{len(lay.model.sectors)}"),
         ("linedefs", f"{len(lay.model.lines)}"),
+        ("GZDoom vertices", gzdoom_vertices(m)),
         ("things", f"{len(lay.model.things)}"),
         ("tags", f"{tags}"),
         ("map extent", f"{x1 - x0:g} x {y1 - y0:g} units (x {x0:g}..{x1:g}, y {y0:g}..{y1:g})"),
@@ -289,6 +291,24 @@ def resource_report(m: CompiledMap) -> str:
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+
+
+def gzdoom_vertices(m: CompiledMap) -> str:
+    """The map's share of GZDoom's flat vertex buffer: counted from its nodes when they are
+    built, else estimated (checks.flat_vertices)."""
+    from .checks import flat_vertices
+    from .nodes import gl_flat_vertices
+
+    if m.nodes is not None and m.nodes[:4] in (b"ZGLN", b"ZGL2", b"ZGL3"):
+        model = m.layout.model
+        sides = [s.sector for s in model.sides]
+        n = gl_flat_vertices(m.nodes, [(sides[ln.front], sides[ln.back] if ln.back >= 0
+                                        else -1) for ln in model.lines])
+        how = "from its nodes"
+    else:
+        n, how = flat_vertices(m.layout.model), "estimated; nodes not built"
+    return (f"{n:,} of the {P.GZDOOM_BUFFER:,} its flat buffer holds ({how}; "
+            f"the budget {P.GZDOOM_FLAT_VERTICES:,})")
 
 
 def critical_path(m: CompiledMap, top: int = 4) -> str:

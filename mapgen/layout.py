@@ -266,13 +266,16 @@ def emit_lane(m: MapModel, g: LaneGeometry, conveyor: int, room: int | None = No
                      **(stop if k else {"flags": ("blocking",)} if g.glide else {}))
     last = g.segments[-1]
     edge((last.x1, y1), (last.x1, y0), secs[-1])                # end
-    # Weighted lines float inside their landing: both sides are the landing sector.
+    # Weighted lines cross their landing from wall to wall, both sides the landing sector:
+    # ends on the walls are vertices the walls' splits share, where a line floating clear of
+    # them made the node builder add two more (GZDoom copies every sector's vertices, floor
+    # and ceiling, into one buffer of 2,000,000 at load: docs/gzdoom.md, "Vertices").
     seg_at = _segment_finder(g)
     for i, (x, special, a0, a1) in enumerate(g.lines):
         sec = secs[seg_at(x)]
         flags = ("playercross", "repeatspecial") if special != P.SPECIAL["Thing_ChangeTID"] \
             else ("playercross",)
-        ends = ((x, y0 + 2), (x, y1 - 2))
+        ends = ((x, y0), (x, y1))
         if g.glide:
             # A gliding doll stopped by a door or the end wall bounces back at half its speed
             # (the engine's ice: Boom's P_HitSlideLine on a floor of friction > 0.90625) and

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from . import physics as P
+
 _warned = False
 _BLOCKS = ("vertex", "linedef", "sidedef", "sector", "thing")
 
@@ -115,3 +117,39 @@ def _store(path: str, nodes: bytes) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def gl_flat_vertices(nodes: bytes, line_sectors) -> int:
+    """The vertices GZDoom puts in its flat vertex buffer (P.GZDOOM_BUFFER) for a map whose ZNODES lump
+    (compressed GL nodes: ZGLN, ZGL2 or ZGL3) is `nodes`; `line_sectors[i]` is linedef i's
+    (front sector, back sector or -1). Counted as CreateVBO does: 2 planes x, for each
+    sector, the distinct first vertices of the segs of its subsectors of 3 segs or more."""
+    import zlib
+
+    import numpy as np
+
+    magic, raw = nodes[:4], zlib.decompress(nodes[4:])
+    if magic not in (b"ZGLN", b"ZGL2", b"ZGL3"):
+        raise NodeError(f"not compressed GL nodes: {magic!r}")
+    org, new = np.frombuffer(raw, "<u4", 2, 0)
+    o = 8 + int(new) * 8
+    nsub = int(np.frombuffer(raw, "<u4", 1, o)[0])
+    counts = np.frombuffer(raw, "<u4", nsub, o + 4).astype(np.int64)
+    o += 4 + 4 * nsub
+    nseg = int(np.frombuffer(raw, "<u4", 1, o)[0])
+    line_t = "<u2" if magic == b"ZGLN" else "<u4"
+    segs = np.frombuffer(raw, np.dtype([("v1", "<u4"), ("partner", "<u4"), ("line", line_t),
+                                        ("side", "u1")]), nseg, o + 4)
+    sectors = np.asarray(line_sectors, dtype=np.int64).reshape(-1, 2)
+    mini = segs["line"] == np.iinfo(line_t).max
+    line = np.where(mini, 0, segs["line"]).astype(np.int64)
+    sec = np.where(mini, -1, sectors[line, np.minimum(segs["side"], 1)])
+    sub = np.repeat(np.arange(nsub), counts)
+    # a subsector's sector: that of any of its segs along a line (they all agree)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    sub_sec = np.maximum.reduceat(sec, starts) if nsub else sec[:0]
+    keep = (counts[sub] >= 3) & (sub_sec[sub] >= 0)
+    pairs = sub_sec[sub[keep]] * (int(org) + int(new) + 1) + segs["v1"][keep].astype(np.int64)
+    pairs.sort()
+    distinct = int(len(pairs) > 0) + int(np.count_nonzero(np.diff(pairs)))
+    return P.GZDOOM_RESERVED + 2 * distinct

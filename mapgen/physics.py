@@ -52,6 +52,17 @@ MAX_SECTORS = 262_144      # 262,144 closed sectors load (38 s); the budget of c
 # sub-lanes mapgen/carry.py adds.
 MAX_LINES = 600_000
 TILE_LINES = 400_000
+# GZDoom (g4.14.2, hw_vertexbuilder.cpp CreateVBO) copies the floor and the ceiling of every
+# sector, as the vertices of its GL subsectors (each vertex once per sector), into one
+# vertex buffer of FFlatVertexBuffer::BUFFER_SIZE = 2,000,000 at load: a map needing more
+# crashes it there (a memcpy past the buffer, measured on the CNN hub's MAP02: 2,301,788
+# before weighted lines reached the walls). The rest of the buffer takes the vertices each
+# frame draws (walls, 4 each), so a map keeps GZDOOM_FRAME of it free: the budget of checks
+# (mapgen/nodes.gl_flat_vertices counts a built map exactly, checks.flat_vertices estimates).
+GZDOOM_BUFFER = 2_000_000
+GZDOOM_RESERVED = 20            # FFlatVertexBuffer::NUM_RESERVED, before the map's own
+GZDOOM_FRAME = 100_000
+GZDOOM_FLAT_VERTICES = GZDOOM_BUFFER - GZDOOM_FRAME
 # Generated ACS goes through our ACS compiler, whose source limit this is (acs/__init__.py).
 # The planner estimates a map's ACS from its counts (mapgen/tiles.acs_bound): a statement
 # with its comment takes about ACS_LINE_CHARS characters besides a node's name, a plain one
