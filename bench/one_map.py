@@ -9,8 +9,8 @@ it, and what loading it costs ViZDoom and GZDoom.
     python bench/one_map.py chat --no-gzdoom
 
 Per model: the compiler's verdict (`fits`, or the budget it breaks: linedefs, sectors,
-extent, ACS ...), linedefs, sectors, things, dolls, the map's extent and the tics of one
-step; then the engines. ViZDoom: the engine CPU (the game process and the proxy above it,
+extent, ACS ...), linedefs, sectors, things, the map's extent, the tics of one step and
+the compiler's peak memory; then the engines. ViZDoom: the engine CPU (the game process and the proxy above it,
 from schedstat) and wall time from starting the engine to the map's ready signal, and the
 game process's peak resident memory (VmHWM). GZDoom ($GZDOOM, under xvfb-run): the CPU
 (user + system) and peak resident memory (`/usr/bin/time`) of starting the map, running
@@ -131,7 +131,7 @@ def vizdoom_load(wad: str, info: dict) -> dict:
     from engine.runner import MapRunner
 
     t0 = time.perf_counter()
-    with MapRunner(wad, info) as r:
+    with MapRunner(wad, info):
         wall = time.perf_counter() - t0
         pids = _descendants(os.getpid())
         return dict(ok=True, wall=wall, cpu=_cpu(pids), mb=_hwm_mb(pids))
@@ -210,6 +210,13 @@ def _engine(r: dict, base: dict | None = None) -> str:
     return f"CPU {r['cpu']:.1f} s, wall {r['wall']:.1f} s, peak RSS {r['mb']:,.0f} MB{extra}"
 
 
+def _peak_mb() -> float:
+    """This process's peak resident memory (the compiler runs in it), in MB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def report(name: str, path: str, tmp: str, over: bool, gz: str | None, base) -> None:
     out = os.path.join(tmp, f"{name.replace('/', '_')}.wad")
     print(f"{name} ({os.path.relpath(path, ROOT)}): compiling with the chat room ...",
@@ -223,7 +230,8 @@ def report(name: str, path: str, tmp: str, over: bool, gz: str | None, base) -> 
     print(f"  {verdict}: {b['linedefs']:,} linedefs, {b['sectors']:,} sectors, "
           f"{b['things']:,} things, extent {ex[0]:,.0f} x {ex[1]:,.0f} units, "
           f"{b['tics']:,} tics per step, WAD {b['wad_mb']:.0f} MB (compiled in "
-          f"{b['compile']:.0f} s)", flush=True)
+          f"{b['compile']:.0f} s; this process's peak RSS so far {_peak_mb():,.0f} MB)",
+          flush=True)
     try:
         r = vizdoom_load(out, b["info"])
     except VoodooError as e:
