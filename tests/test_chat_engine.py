@@ -101,11 +101,13 @@ def test_first_steps_in_the_engine_equal_the_reference(loaded, visitor, model, p
     assert r.reply == want[:len(r.reply)] and len(r.reply) >= min(3, len(want))
 
 
-def test_a_held_out_prompt_in_the_engine_is_the_reference_to_its_end(loaded, visitor, model):
-    """One of bench/chat.py's 20 held-out prompts (the first), every step to the newline
-    the network chose: y, done and the one-hot o equal the reference at each."""
-    prompt = "doll?"
+@pytest.mark.parametrize("prompt", ["doll?", "hello"])
+def test_a_prompt_in_the_engine_is_the_reference_to_its_end(loaded, visitor, model, prompt):
+    """One of bench/chat.py's 20 held-out prompts (the first), and a greeting (the one-map
+    model answers small talk, issue 36): every step to the newline the network chose, y,
+    done and the one-hot o equal the reference at each, and the reply is not empty."""
     want = generate(model, prompt)
+    assert want.text
     r = chat.run_chat(loaded, model.cfg, prompt, runner=visitor.runner)
     assert r.tokens == f"tokens {want.steps}/{want.steps} EXACT", r.divergences
     assert r.reply == want.text
