@@ -50,7 +50,7 @@ from models.chat_corpus import VOCAB, encode
 from engine.visitor import BUTTONS, GalleryDriver, Walker
 from mapgen.room import SKY, box, finish_hall
 
-PROMPTS = ("bus?", "what is a door?", "what is a map?", "what is the doll?")
+PROMPTS = ("bus?", "hello", "what is a map?", "what is the doll?")
 SCRIPT_PEDAL = 30                # 30..: the pedal of prompt 0, 1, ...
 SCRIPT_CHAT = 40                 # (p): one chat run on prompt p (len(PROMPTS): the typed one)
 SCRIPT_STATUS = 42               # (token, page): the reply, the typed prompt, the steps

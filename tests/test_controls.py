@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import NEEDS_TILES, ROOT
+from conftest import NEEDS_TILES_ROOM, ROOT
 from dsl.diagnostics import CompileError
 from dsl import load
 from dsl.parser import parse
@@ -372,7 +372,7 @@ def test_every_circuit_gets_its_control_room(path):
     input that varies, a display for every output, RUN and AUTO; a network with state also
     NEW SEQUENCE. A circuit too big for one map is refused, naming tiles as the fix."""
     net = load(path)
-    if os.path.basename(path) in NEEDS_TILES:
+    if os.path.basename(path) in NEEDS_TILES_ROOM:
         with pytest.raises(CompileError, match="split the network over several maps"):
             compile_room(net)
         return
