@@ -315,9 +315,9 @@ def flat_vertices(m) -> int:
         sec = sector[ends[:, side]]
         for v in (0, 1):
             keys.append((sec * n + ends[:, v])[sec >= 0])
-    keys = np.concatenate(keys)
-    keys.sort()
-    return P.GZDOOM_RESERVED + 2 * (int(len(keys) > 0) + int(np.count_nonzero(np.diff(keys))))
+    from .nodes import flat_count
+
+    return flat_count(np.concatenate(keys))
 
 
 def check_crowded_sectors(layout: Layout) -> list[Diagnostic]:

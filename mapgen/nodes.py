@@ -150,6 +150,15 @@ def gl_flat_vertices(nodes: bytes, line_sectors) -> int:
     sub_sec = np.maximum.reduceat(sec, starts) if nsub else sec[:0]
     keep = (counts[sub] >= 3) & (sub_sec[sub] >= 0)
     pairs = sub_sec[sub[keep]] * (int(org) + int(new) + 1) + segs["v1"][keep].astype(np.int64)
+    return flat_count(pairs)
+
+
+def flat_count(pairs) -> int:
+    """GZDoom's flat vertices from the (sector, vertex) keys of a map, repeats allowed:
+    the reserved ones, then each distinct key once for the floor and once for the ceiling
+    (sorts `pairs` in place)."""
+    import numpy as np
+
     pairs.sort()
     distinct = int(len(pairs) > 0) + int(np.count_nonzero(np.diff(pairs)))
     return P.GZDOOM_RESERVED + 2 * distinct
