@@ -24,6 +24,8 @@ extracted netlist, compiled again, must build the very machine read from the map
 """
 from __future__ import annotations
 
+import itertools
+
 import re
 from dataclasses import dataclass, field
 
@@ -92,7 +94,47 @@ def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
         _weights(m, n, lanes, owner, problems)
     for n in nodes.values():
         _bias(m, n, lanes, nodes)
-    return sorted(nodes.values(), key=lambda n: n.first_tag), problems
+    return in_node_order(nodes.values()), problems
+
+
+def in_node_order(nodes) -> list[XNode]:
+    """The netlist's node order, read off the tags: the lowering numbers accumulators (and
+    membranes) in node order in the hot buckets and value lights in node order in the cold
+    ones (circuit.new_tag), so each kind's tags give one order, and a node with both ties
+    the two together. Where they do not decide (an input beside an identity), an input or
+    prev node (cold tags only) goes first; the tags either way are the same. A map made
+    before value lights were cold has every light in the hot buckets: one order."""
+    from mapgen import physics as P
+
+    def tags(n):
+        return [t for t in (n.acc, n.value, n.membrane) if t is not None]
+
+    def order(cold: bool) -> list[XNode]:
+        keyed = [(min(ts), n.name, n) for n in nodes
+                 if (ts := [t for t in tags(n) if (t % P.TAG_BUCKETS < P.COLD_BUCKETS) == cold])]
+        return [n for _, _, n in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
+    cold, hot = order(True), order(False)
+    in_cold, in_hot = {id(n) for n in cold}, {id(n) for n in hot}
+    out, taken, i, j = [], set(), 0, 0
+    while i < len(cold) or j < len(hot):
+        while i < len(cold) and id(cold[i]) in taken:
+            i += 1
+        while j < len(hot) and id(hot[j]) in taken:
+            j += 1
+        c = cold[i] if i < len(cold) else None
+        h = hot[j] if j < len(hot) else None
+        if c is None and h is None:
+            break
+        if h is None or c is h or (c is not None and id(c) not in in_hot):
+            pick = c
+        elif c is None or id(h) not in in_cold:
+            pick = h
+        else:   # two different nodes each waiting for the other: an edited map
+            pick = min((c, h), key=lambda n: (n.first_tag, n.name))
+        out.append(pick)
+        taken.add(id(pick))
+    return out
 
 
 def _pair_by_lanes(m: Machine, nodes, owner) -> None:
@@ -562,6 +604,7 @@ def machine_netlist(m: Machine, name: str, where: str) -> Extracted:
 def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -> str | None:
     """None if the .dnet compiles to machine `m` (names mapped back); else what differs."""
     from dsl.parser import parse
+    from mapgen import physics as P
     from mapgen.circuit import lower
 
     from .machine import from_circuit
@@ -576,12 +619,20 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
     has = {(s, n.name) for n in net.nodes for s in (net.nodes[i].name for i in n.weights)}
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
-    for solo in (solo_lines(m), solo_lines(m, every=True)):
+    # Maps built before tags were placed for short hash chains (circuit.lower's `chains`)
+    # have value lights in the weight groups' buckets (as a map whose cold buckets ran out
+    # may): for them the old layout is tried too, first.
+    new = all(t % P.TAG_BUCKETS < P.COLD_BUCKETS for t, l in m.lights.items()
+              if l.role == "value")
+    shown = None   # the difference reported: chains on, every solo line
+    for chains, solo in itertools.product((True,) if new else (False, True),
+                                          (solo_lines(m), solo_lines(m, every=True))):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
         # above its host map's).
         c = lower(net, first_tag=min([*m.lights, *(l.door_tag for l in m.lanes if l.door_tag)],
                                      default=1),
-                  solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has})
+                  solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has},
+                  chains=chains)
         for k, lane in enumerate(c.lanes):
             lane.tid = min((l.tid for l in m.lanes), default=1000) + k
         again = from_circuit(c, net.steps)
@@ -589,7 +640,8 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
             l.name = back.get(l.name, l.name)
         if again.same_as(m):
             return None
-    return first_difference(m, again)
+        shown = again if chains else shown
+    return first_difference(m, shown)
 
 
 def _net_names(ref: dict[str, str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ ACS and no argument fields and are refused with a clear error.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from lark import Lark, Transformer, v_args
@@ -158,10 +159,71 @@ def _block(kind: str, fields: dict) -> str:
     return kind + " { " + " ".join(f"{k} = {_value(v)};" for k, v in fields.items()) + " }"
 
 
+# The fast reader: what a compiler or an editor writes (blocks of `key = value;`, no
+# comments) read with two regular expressions, 50x faster than the LALR parse (a 460,000
+# line map in seconds, not minutes). Anything else (a comment, a '/' or a brace outside a
+# string, a value that is not one token of the grammar) goes to the Lark parser, whose
+# result is the same and whose errors name line and column (tests/test_modding_damaged.py).
+_WS = "[ \t\f\r\n]*"   # the grammar's whitespace (common.WS), not Python's \s
+_VAL = r'("(?:[^"\\]|\\.)*"|[^;"/{} \t\f\r\n]+)'
+_TOKEN = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)' + _WS + r'(?:(\{)|=' + _WS + _VAL + _WS
+                    + r';)|(\})', re.S)
+_INT = re.compile(r'[+-]?(?:0[xX][0-9a-fA-F]+|[0-9]+)')
+_FLOAT = re.compile(r'[+-]?[0-9]+(?:\.[0-9]*(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)')
+_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_BAD = object()
+
+
+def _fast_value(v: str):
+    """One value token as the grammar reads it (udmf.lark), or _BAD."""
+    c = v[0]
+    if c == '"':
+        v = v[1:-1]
+        return v.replace('\\"', '"').replace("\\\\", "\\") if "\\" in v else v
+    if c.isdigit() or c in "+-":
+        if _INT.fullmatch(v):
+            return int(v, 16) if v.lstrip("+-")[:2].lower() == "0x" else int(v)
+        return float(v) if _FLOAT.fullmatch(v) else _BAD
+    if _NAME.fullmatch(v):
+        low = v.lower()
+        return True if low == "true" else False if low == "false" else v
+    return _BAD
+
+
+def _fast_items(text: str) -> list | None:
+    """The parse's items, as the Lark transformer makes them, or None: not this form."""
+    items, block, fields = [], None, None
+    for name, opens, value, closes in _TOKEN.findall(text):
+        if closes:
+            if block is None:
+                return None
+            items.append((block, fields))
+            block = None
+        elif opens:
+            if block is not None:
+                return None
+            block, fields = name.lower(), {}
+        else:
+            v = _fast_value(value)
+            if v is _BAD:
+                return None
+            if block is None:
+                items.append((name.lower(), v))
+            else:
+                fields[name.lower()] = v
+    # Every character outside the tokens must be whitespace: a comment, a stray brace or
+    # a half assignment is left over, and the Lark parser takes the text.
+    if block is not None or _TOKEN.sub("", text).strip(" \t\f\r\n"):
+        return None
+    return items
+
+
 def parse_textmap(text: str, where: str = "TEXTMAP") -> TextMap:
     """TEXTMAP text -> TextMap; a syntax error names the line and column."""
     try:
-        items = _parser().parse(text)
+        items = _fast_items(text)
+        if items is None:
+            items = _parser().parse(text)
     except UnexpectedInput as e:
         raise MapError(f"{where}:{e.line}:{e.column}: error: not valid UDMF here\n"
                        f"    hint: {e.get_context(text).strip().splitlines()[0][:80]!r}") from None

@@ -132,3 +132,24 @@ def test_weight_groups_share_lines_and_solo_connections_keep_theirs():
             levels = simulate(circuit, [x])
             assert [levels[circuit.acc_light[circuit.net.by_name(f"o[{k}]").id]]
                     for k in range(4)] == [x, x, x, -2 * x]
+
+
+def test_tags_are_placed_for_short_hash_chains():
+    """A crossing walks its tag's bucket chain (tag % 256) through every sector's tag list
+    (docs/physics.md, "Where a tic goes"): each light's group tags are in bucket order, so
+    a chain's tags in one sector lie side by side; value lights (one line at every door
+    passed) and door tags share the cold buckets, apart from the weight groups."""
+    from mapgen import physics as P
+    from mapgen.circuit import bucket_order
+
+    c = lower(mlp(3, [6, 12, 8, 3], weight=2))
+    assert c.groups, "the test needs weight groups"
+    assert any(len(l.groups) > 1 for l in c.lights)
+    for light in c.lights:
+        assert light.groups == sorted(light.groups, key=bucket_order)
+        cold = light.tag % P.TAG_BUCKETS < P.COLD_BUCKETS
+        assert cold == (light.role == "value"), (light.tag, light.role)
+    assert all(g % P.TAG_BUCKETS >= P.COLD_BUCKETS for g in c.groups)
+    assert all(lane.door_tag % P.TAG_BUCKETS < P.COLD_BUCKETS for lane in c.lanes)
+    assert sorted(bucket_order(t) for t in (300, 44, 556, 45)) == [(44, 44), (44, 300),
+                                                                    (44, 556), (45, 45)]
