@@ -58,12 +58,14 @@ class CompiledMap:
 
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
                     acc: str = "internal", door_budget: int | None = None,
-                    carry: str = "glide", split: bool = True) -> CompiledMap:
+                    carry: str = "glide", split: bool = True,
+                    chains: bool | None = None) -> CompiledMap:
     """`door_budget`: split staircases longer than this into parallel sub-lanes
     (circuit.split_lanes): fewer tics per phase, more dolls. `carry="conveyor"`: the
-    geometry before frictionless lanes (bench/speed.py measures against it)."""
+    geometry before frictionless lanes; `split=False`: no sub-lanes; `chains=False`: tags
+    numbered in order (bench/speed.py measures against these)."""
     title = title or net.name
-    circuit = lower(net, door_budget=door_budget, carry=carry, split=split)
+    circuit = lower(net, door_budget=door_budget, carry=carry, split=split, chains=chains)
     layout = build_layout(circuit, title)
     sched = plan(layout)
     run_all(layout, sched)
