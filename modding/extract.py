@@ -25,7 +25,6 @@ extracted netlist, compiled again, must build the very machine read from the map
 from __future__ import annotations
 
 import itertools
-
 import re
 from dataclasses import dataclass, field
 
