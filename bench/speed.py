@@ -183,15 +183,10 @@ def feed_forward(name: str, net, how: dict, tmp: str, n: int, tiles=None, X=None
 def held_out_digits(n: int):
     """The CNN's inputs for the first n held-out MNIST digits (the fixed shuffle
     `build.py mnist` takes them in): a digit is mostly blank, which random inputs are not."""
-    import numpy as np
-
     from models.cnn import load_mnist_cnn
-    from models.datasets import load_split
+    from throughput import mnist_digits
 
-    split = load_split(None)
-    _, transform, _ = load_mnist_cnn()
-    pick = np.random.default_rng(0).permutation(len(split.test_labels))[:n]
-    return transform(split.test_images[pick]).tolist()
+    return mnist_digits(load_mnist_cnn()[1], n)
 
 
 def chat(how: dict, tmp: str, steps: int) -> Run:
