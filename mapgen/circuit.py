@@ -255,14 +255,14 @@ class _Lowering:
         the CNN map: weighted lines are 77 % of a ride's CPU (bench/speed.py, docs/physics.md)."""
         if cold:
             t = self.cold_tag
-            while t % P.TAG_BUCKETS >= P.COLD_BUCKETS:
+            while not P.cold(t):
                 t += 1
             if t <= P.MAX_TAG:
                 self.cold_tag = t + 1
                 return t
             cold = False          # past the engine's tags: any free tag, shared bucket or not
         t = self.tag
-        while t % P.TAG_BUCKETS < P.COLD_BUCKETS:
+        while P.cold(t):
             t += 1
         self.tag = t + 1
         return t
@@ -473,8 +473,9 @@ class _Lowering:
         # A crossing walks its tag's hash chain through every sector's tag list; with each
         # light's tags in bucket order, the tags one chain visits in a sector lie side by
         # side (one cache line, not one each): the 784 -> 1280 layer rides 1.6x faster.
-        for light in self.lights if self.chains else ():
-            light.groups.sort(key=bucket_order)
+        if self.chains:
+            for light in self.lights:
+                light.groups.sort(key=bucket_order)
 
     def _lines_of(self, lane, by_w: dict, target: dict) -> None:
         """Each door's lines: its value line first, then one per distinct weight (a leak

@@ -41,10 +41,18 @@ MAX_DOLLS = 32_000
 # 5.9 ms), so a tile stays in the cheap range.
 TILE_DOLLS = 4000
 # The engine's tag hash (FTagManager): 256 buckets by tag % 256, each a chain walked to its
-# end to find a tag's sectors. Door tags take the first COLD_BUCKETS (circuit.new_tag).
+# end to find a tag's sectors. Door tags and value lights take the first COLD_BUCKETS
+# (circuit.new_tag).
 TAG_BUCKETS = 256
 COLD_BUCKETS = 32
 MAX_TAG = 65535
+
+
+def cold(tag: int) -> bool:
+    """Whether a tag hashes into one of the cold buckets (doors and value lights)."""
+    return tag % TAG_BUCKETS < COLD_BUCKETS
+
+
 MAX_SECTORS = 262_144      # 262,144 closed sectors load (38 s); the budget of checks
 # Linedefs: 200,000 in rows of 1,000 loaded in 83 s without nodes; with nodes built ahead
 # (mapgen/nodes.py) the 391,469 of the chat map load in 4.3 s of engine CPU. A compiled map

@@ -59,8 +59,12 @@ class XNode:
     fed_from: str | None = None        # a fed-back input: the node fed back into it
 
     @property
+    def tags(self) -> list[int]:
+        return [t for t in (self.acc, self.value, self.membrane) if t is not None]
+
+    @property
     def first_tag(self) -> int:
-        return min(t for t in (self.acc, self.value, self.membrane) if t is not None)
+        return min(self.tags)
 
 
 def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
@@ -105,12 +109,9 @@ def in_node_order(nodes) -> list[XNode]:
     before value lights were cold has every light in the hot buckets: one order."""
     from mapgen import physics as P
 
-    def tags(n):
-        return [t for t in (n.acc, n.value, n.membrane) if t is not None]
-
     def order(cold: bool) -> list[XNode]:
         keyed = [(min(ts), n.name, n) for n in nodes
-                 if (ts := [t for t in tags(n) if (t % P.TAG_BUCKETS < P.COLD_BUCKETS) == cold])]
+                 if (ts := [t for t in n.tags if P.cold(t) == cold])]
         return [n for _, _, n in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
     cold, hot = order(True), order(False)
@@ -621,11 +622,10 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
     # Maps built before tags were placed for short hash chains (circuit.lower's `chains`)
     # have value lights in the weight groups' buckets (as a map whose cold buckets ran out
     # may): for them the old layout is tried too, first.
-    new = all(t % P.TAG_BUCKETS < P.COLD_BUCKETS for t, l in m.lights.items()
-              if l.role == "value")
-    shown = None   # the difference reported: chains on, every solo line
-    for chains, solo in itertools.product((True,) if new else (False, True),
-                                          (solo_lines(m), solo_lines(m, every=True))):
+    new = all(P.cold(t) for t, l in m.lights.items() if l.role == "value")
+    layouts = (True,) if new else (False, True)
+    shown = None   # the difference reported: the map's own layout, every solo line
+    for chains, solo in itertools.product(layouts, (solo_lines(m), solo_lines(m, every=True))):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
         # above its host map's).
         c = lower(net, first_tag=min([*m.lights, *(l.door_tag for l in m.lanes if l.door_tag)],
@@ -639,7 +639,8 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
             l.name = back.get(l.name, l.name)
         if again.same_as(m):
             return None
-        shown = again if chains else shown
+        if chains == layouts[0]:
+            shown = again
     return first_difference(m, shown)
 
 

@@ -147,9 +147,10 @@ def test_tags_are_placed_for_short_hash_chains():
     assert any(len(l.groups) > 1 for l in c.lights)
     for light in c.lights:
         assert light.groups == sorted(light.groups, key=bucket_order)
-        cold = light.tag % P.TAG_BUCKETS < P.COLD_BUCKETS
-        assert cold == (light.role == "value"), (light.tag, light.role)
-    assert all(g % P.TAG_BUCKETS >= P.COLD_BUCKETS for g in c.groups)
-    assert all(lane.door_tag % P.TAG_BUCKETS < P.COLD_BUCKETS for lane in c.lanes)
+        assert P.cold(light.tag) == (light.role == "value"), (light.tag, light.role)
+    assert not any(P.cold(g) for g in c.groups)
+    assert all(P.cold(lane.door_tag) for lane in c.lanes)
+    assert [P.cold(t) for t in (0, 31, 32, 255, 256, 287, 288)] == [True, True, False, False,
+                                                                     True, True, False]
     assert sorted(bucket_order(t) for t in (300, 44, 556, 45)) == [(44, 44), (44, 300),
                                                                     (44, 556), (45, 45)]
