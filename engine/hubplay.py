@@ -207,13 +207,14 @@ def visit_timeline(infos: list[dict], preset: int) -> str:
 def visit_gzdoom(binary: str, wad: str, infos: list[dict], preset: int,
                  timeout: float = 900) -> list[Record]:
     """A visit in GZDoom (module docstring); the probe's records."""
-    from engine.gzdoom import _gzdoom
+    from engine.gzdoom import FAST, _gzdoom
 
     work = tempfile.mkdtemp(prefix="voodoonet-hub-")
     try:
         probe = os.path.join(work, "vnhub.wad")
         write_library(probe, probe_source(infos), "VNHUB")
-        r, text = _gzdoom(binary, [wad, probe], visit_timeline(infos, preset), work, timeout)
+        r, text = _gzdoom(binary, [wad, probe], visit_timeline(infos, preset), work, timeout,
+                          timescale=FAST)
         records = parse_log(text, infos)
         if not records:
             raise EngineError(f"GZDoom exited {r.returncode} without a hub probe log:\n"

@@ -215,7 +215,7 @@ def test_gzdoom_keyboard_and_pedal_run_as_the_reference(built, net, model, tmp_p
     parts = chat_map.gzdoom_visit(info, QUESTION, typed.steps) + \
         chat_map.gzdoom_pedal(info, 0, pedal.steps)
     log, shots = gz.play(GZDOOM, [built.loaded.path, built.probe], parts, timeout=1800,
-                         timescale=4)
+                         timescale=gz.FAST)
     tr = gz.parse_log(log, built.pm)
     seq = 1_000_001                   # the chat script's acks start apart from a runner's
     for prompt, run in ((QUESTION, typed), (chat_map.PROMPTS[0], pedal)):
