@@ -1258,6 +1258,10 @@ class Compiler:
 
     def call_builtin(self, e: A.Call, b, want: bool) -> None:
         a = self.asm
+        if b.latent and self.frame is not None and self.frame.kind == "function":
+            # The engine cannot suspend a function (acc refuses it too; ViZDoom crashed).
+            self.error(e, "Latent functions cannot be used inside functions.",
+                       f"call '{b.name}' from the script, before or after the function")
         if self.arg_count_error(e, b.name, b.min_args, b.max_args, "builtin"):
             if want:
                 a.push(0)

@@ -66,18 +66,19 @@ class Builtin:
     max_args: int
     returns: bool
     direct: str | None = None
+    latent: bool = False     # it waits: a script may call it, a function may not (as acc)
 
 
-def _b(name, op, lo, hi=None, returns=False, direct=None) -> Builtin:
-    return Builtin(name, op, lo, lo if hi is None else hi, returns, direct)
+def _b(name, op, lo, hi=None, returns=False, direct=None, latent=False) -> Builtin:
+    return Builtin(name, op, lo, lo if hi is None else hi, returns, direct, latent)
 
 
 _BUILTIN_LIST = [
     # waiting (latent)
-    _b("Delay", "DELAY", 1, direct="DELAYDIRECT"),
-    _b("TagWait", "TAGWAIT", 1, direct="TAGWAITDIRECT"),
-    _b("PolyWait", "POLYWAIT", 1, direct="POLYWAITDIRECT"),
-    _b("ScriptWait", "SCRIPTWAIT", 1, direct="SCRIPTWAITDIRECT"),
+    _b("Delay", "DELAY", 1, direct="DELAYDIRECT", latent=True),
+    _b("TagWait", "TAGWAIT", 1, direct="TAGWAITDIRECT", latent=True),
+    _b("PolyWait", "POLYWAIT", 1, direct="POLYWAITDIRECT", latent=True),
+    _b("ScriptWait", "SCRIPTWAIT", 1, direct="SCRIPTWAITDIRECT", latent=True),
     # numbers
     _b("Random", "RANDOM", 2, returns=True, direct="RANDOMDIRECT"),
     _b("FixedMul", "FIXEDMUL", 2, returns=True),
