@@ -185,6 +185,9 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     lw.make_lights()
     lw.expand_identities()
     lw.make_lanes()
+    # Lines before sub-lanes: the cost model measures each landing by its lines, and the
+    # sub-lanes of a staircase share its doors, so its weight groups too.
+    lw.group_lines(solo)
     steep = carry == "glide" if steep is None else steep
     if door_budget is not None:
         lw.lanes = split_lanes(lw.lanes, door_budget)
@@ -193,13 +196,12 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     lw.set_resets()
     lw.bound_lights()
     circuit = Circuit(lw.net, lw.lights, lw.lanes, lw.acc_light, lw.value_light,
-                      1 + max((l.phase for l in lw.lanes), default=0), carry=carry,
-                      steep=steep)
+                      1 + max((l.phase for l in lw.lanes), default=0), lw.groups,
+                      carry=carry, steep=steep)
     for lane in lw.lanes:
         lane.door_tag = lw.new_tag(cold=True)
     for k, lane in enumerate(lw.lanes):
         lane.tid = 1000 + k
-    lw.group_lines(circuit, solo)
     return circuit
 
 
@@ -446,11 +448,12 @@ class _Lowering:
         for l in self.lights:
             l.lo, l.hi = lo[l.tag], hi[l.tag]
 
-    def group_lines(self, circuit: Circuit, solo) -> None:
+    def group_lines(self, solo) -> None:
         """Group the consumers of each lane by weight: one line per distinct weight, aimed at
         a tag every consumer with that weight carries. A lane feeding 600 neurons with
         weights -1..1 needs 3 lines per door instead of 601 (lines are what slows dolls)."""
         net, acc_light = self.net, self.acc_light
+        self.groups: dict[int, list[int]] = {}
         solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
         for lane in self.lanes:
             if lane.role == "clock":
@@ -465,7 +468,7 @@ class _Lowering:
                     target[key] = members[0]
                     continue
                 g = self.new_tag()
-                circuit.groups[g] = members
+                self.groups[g] = members
                 for t in members:
                     self.by_tag[t].groups.append(g)
                 target[key] = g

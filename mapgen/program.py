@@ -362,8 +362,13 @@ class Bus:
         self.depth -= 1
         self._emit("}")
 
-    def write_input(self, door_tag: int, speed: int, arg: str, what: str) -> None:
-        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);  // {what}")
+    def _note(self, what: str | None) -> str:
+        """A statement's comment; none for a sub-lane after its lane's first (sub_lane_heads),
+        whose comment names them all: a map may hold thousands of them."""
+        return f"  // {what}" if what else ""
+
+    def write_input(self, door_tag: int, speed: int, arg: str, what: str | None) -> None:
+        self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, {arg}, 0);{self._note(what)}")
 
     def reset_light(self, tag: int, value: int, what: str) -> None:
         if value >= 0:
@@ -374,14 +379,14 @@ class Bus:
             self._emit(f"Light_ChangeToValue({tag}, 0); Light_LowerByValue({tag}, {-value});"
                        f"  // {what}")
 
-    def park(self, tid: int, x: float, y: float, z: int, what: str) -> None:
+    def park(self, tid: int, x: float, y: float, z: int, what: str | None) -> None:
         self._emit(f"SetActorPosition({tid}, {int(x) << 16}, {int(y) << 16}, {int(z) << 16}, 0);"
-                   f"  // doll of {what} back to its lane start")
+                   + self._note(what and f"doll of {what} back to its lane start"))
         self._emit(f"SetActorVelocity({tid}, 0, 0, 0, FALSE, FALSE);")
 
-    def release(self, tid: int, what: str) -> None:
+    def release(self, tid: int, what: str | None) -> None:
         self._emit(f"SetActorVelocity({tid}, {P.DOLL_SPEED << 16}, 0, 0, FALSE, FALSE);"
-                   f"  // go, {what}")
+                   + self._note(what and f"go, {what}"))
 
     def stop_conveyor(self, tag: int) -> None:
         """The spawn strips' conveyor at rate 0 once every doll is named: nothing in the
@@ -391,9 +396,9 @@ class Bus:
     def store(self, var: str, arg: str, what: str) -> None:
         self._emit(f"{var} = {arg};  // {what}")
 
-    def copy(self, door_tag: int, speed: int, light_tag: int, what: str) -> None:
+    def copy(self, door_tag: int, speed: int, light_tag: int, what: str | None) -> None:
         self._emit(f"Ceiling_MoveToValue({door_tag}, {speed}, "
-                   f"GetSectorLightLevel({light_tag}), 0);  // {what}")
+                   f"GetSectorLightLevel({light_tag}), 0);{self._note(what)}")
 
     def load_input(self, k: int, slot: int, what: str) -> None:
         """A value another map handed on (hub play, mapgen/hub.py) -> input k."""
@@ -411,6 +416,8 @@ class Bus:
 
     def ack(self, var: str, value: str) -> None:
         self._emit(f"{var} = {value};")
+
+
 
     def guard(self, beat: int) -> None:
         """Open the block of batch beat `beat`: it runs if the batch has more beats (a
@@ -431,14 +438,15 @@ def acs_source(layout: Layout, sched: Schedule, title: str) -> str:
     """The map's ACS: declarations, the OPEN script, the input scripts, the membrane reset,
     the inference script (simple schedule), the pipelined beat, the read scripts."""
     names = {n.id: n.name for n in layout.circuit.net.nodes}
+    who = lane_names(layout, names)
     b = Bus()
     _declarations(b, layout, sched, title)
-    _open_script(b, layout, sched, names)
+    _open_script(b, layout, sched, who)
     _input_scripts(b, layout, sched, names)
     _begin_script(b, layout, names)
-    _infer_script(b, layout, sched, names)
+    _infer_script(b, layout, sched, who)
     if fed_inputs(layout):
-        _infer_script(b, layout, sched, names, fed=True)
+        _infer_script(b, layout, sched, who, fed=True)
     if sched.pipeline:
         pipeline_source(b, layout, sched)
         b.blank()
@@ -476,16 +484,34 @@ def _declarations(b: Bus, layout: Layout, sched: Schedule, title: str) -> None:
     b.blank()
 
 
-def _open_script(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None:
+def lane_names(layout: Layout, names: dict) -> list[str | None]:
+    """What each lane's statements say in their comments: its node, or for a lane cut into
+    sub-lanes (mapgen/carry.py), at its first sub-lane its node and how many dolls ride it,
+    and nothing at the others (a map holds thousands of sub-lanes: their comments were a
+    third of its ACS, and the ACS compiler's limit is what bounds the sub-lanes)."""
+    from collections import Counter
+
+    count = Counter((g.lane.node, g.lane.role) for g in layout.lanes)
+    seen, out = set(), []
+    for g in layout.lanes:
+        key = (g.lane.node, g.lane.role)
+        name = names[g.lane.node] + g.lane.label
+        out.append(None if key in seen else name if count[key] == 1 else
+                   f"{name}, {count[key]} dolls from {g.lane.tid}")
+        seen.add(key)
+    return out
+
+
+def _open_script(b: Bus, layout: Layout, sched: Schedule, who: list) -> None:
     b.open_script(f"script {SCRIPT_OPEN} OPEN")
     b.comment("Each doll is named by the Thing_ChangeTID line it rides over after spawning;\n"
               "then every doll waits on its pad, the invariant between inferences.")
     b.delay(sched.init_tics, "every doll has crossed its naming line")
     if layout.circuit.carry == "glide":
         b.stop_conveyor(spawn_tag_of(layout.conveyor_tag))
-    for g in layout.lanes:
+    for g, what in zip(layout.lanes, who):
         x, y, z = g.start
-        b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
+        b.park(g.lane.tid, x, y, z, what)
     b.ack("ack", "-1")
     b.close_script()
     b.blank()
@@ -538,21 +564,23 @@ def fed_inputs(layout: Layout) -> list:
     return [g for g in layout.lanes if g.lane.feedback is not None]
 
 
-def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict,
-                  fed: bool = False) -> None:
+def _infer_script(b: Bus, layout: Layout, sched: Schedule, who: list, fed: bool = False
+                  ) -> None:
     """One inference on the simple schedule: what crosses from the step before (prev lanes'
     copies, and in script 6, the fed step, fed-back inputs' copies; before any light is
     reset), reset, then phase by phase copy, release, wait and park; then the outputs to
-    USER globals and the ack. Straight-line code, like every bus script."""
+    USER globals and the ack. Straight-line code, like every bus script (a function
+    cannot wait: scripts 2 and 6 cannot share one)."""
     b.open_script(f"script {SCRIPT_FED if fed else SCRIPT_INFER} (int seq)")
     b.delay(1, "the input scripts started with this one have stored their arguments")
     carries = [c for c in sched.carries if fed or not c.when]
     if carries:
         b.comment("From the step before, while its lights still hold it: each prev lane's doors\n"
                   "get its node's value" + (", each fed-back input its node's." if fed else "."))
+    names = {n.id: n.name for n in layout.circuit.net.nodes}
     for c in carries:
         g = layout.lanes[c.lane]
-        what = f"input {names[g.lane.node]}, fed back" if c.when else f"{names[g.lane.node]}"
+        what = who[c.lane] and (f"input {who[c.lane]}, fed back" if c.when else who[c.lane])
         b.copy(g.lane.door_tag, sched.speeds[c.lane], c.light, what)
     b.comment("Reset every light to its constant: bias plus the base values of its sources.")
     for light in layout.circuit.lights:
@@ -560,7 +588,8 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict,
             b.reset_light(light.tag, light.reset, f"{light.role} of {names[light.node]}")
     for ph in sched.phases:
         b.blank()
-        _phase(b, layout, sched, ph, names, fed)
+        _copies(b, layout, sched, ph, who, fed)
+        _ride(b, layout, sched, ph, who)
     b.blank()
     if sched.output_slots:
         b.comment("Outputs to USER globals.")
@@ -571,9 +600,9 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, names: dict,
     b.blank()
 
 
-def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict, fed: bool = False) -> None:
-    # Every doll waits on its pad, away from its doors: a doll inside a door sector
-    # would stop that door's ceiling from moving.
+def _copies(b: Bus, layout: Layout, sched: Schedule, ph, who: list, fed: bool = False) -> None:
+    """A phase's door ceilings get their values. Every doll waits on its pad, away from its
+    doors: a doll inside a door sector would stop that door's ceiling from moving."""
     b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
                                       "the final accumulators to their doors."))
     for i in ph.lanes:
@@ -583,19 +612,22 @@ def _phase(b: Bus, layout: Layout, sched: Schedule, ph, names: dict, fed: bool =
             continue  # a clock lane has no doors; prev and fed lanes' were copied at the start
         if g.lane.source[0] == "input":
             b.write_input(g.lane.door_tag, speed, f"inputs[{g.lane.source[1]}]",
-                          f"input {names[g.lane.node]}")
+                          who[i] and f"input {who[i]}")
         else:
-            b.copy(g.lane.door_tag, speed, g.lane.source[1],
-                   f"neuron {names[g.lane.node]}{g.lane.label}")
+            b.copy(g.lane.door_tag, speed, g.lane.source[1], who[i] and f"neuron {who[i]}")
+
+
+def _ride(b: Bus, layout: Layout, sched: Schedule, ph, who: list) -> None:
+    """A phase's dolls go once their doors have landed, and are parked once the slowest
+    could have stopped."""
     b.delay(ph.copy_tics, "door ceilings reach their values")
     for i in ph.lanes:
-        lane = layout.lanes[i].lane
-        b.release(lane.tid, names[lane.node] + lane.label)
+        b.release(layout.lanes[i].lane.tid, who[i])
     b.delay(ph.run_tics, f"the longest lane of phase {ph.index} finishes")
     for i in ph.lanes:
         g = layout.lanes[i]
         x, y, z = g.start
-        b.park(g.lane.tid, x, y, z, names[g.lane.node] + g.lane.label)
+        b.park(g.lane.tid, x, y, z, who[i])
 
 
 def _entered(offset: int) -> str:
@@ -638,6 +670,7 @@ def _batch_script(b: Bus, layout: Layout, sched: Schedule, k: int) -> None:
               f"{n_out}*j+1...")
     b.plain = True  # the beats repeat script 4, which carries the comments
     names = {n.id: n.name for n in layout.circuit.net.nodes}
+    who = [None] * len(layout.lanes)   # plain statements: script 4 carries the comments
     END = len(ORDER) * 10 * pipe.ii  # after every event of its tic
     timeline = sorted([(j * step + e.tic, j, e.order, x, e) for j in range(k)
                        for x, e in enumerate(pipe.events)] +
@@ -658,7 +691,8 @@ def _batch_script(b: Bus, layout: Layout, sched: Schedule, k: int) -> None:
         if j != beat and j:
             b.guard(j)
         beat = j
-        _event(b, layout, sched, e, names, j * n_out, lambda i, j=j: f"queue[{j * n_in + i}]")
+        _event(b, layout, sched, e, names, who, j * n_out,
+               lambda i, j=j: f"queue[{j * n_in + i}]")
     if beat:
         b.close_script()
     b.plain = False
@@ -670,29 +704,31 @@ def _beat_body(b: Bus, layout: Layout, sched: Schedule, out_base: int) -> None:
     """Script 4's beat from tic 1 to its end; output k is read into USER out_base+k+1."""
     pipe = sched.pipeline
     names = {n.id: n.name for n in layout.circuit.net.nodes}
+    who = lane_names(layout, names)
     now = 1
     for e in pipe.events:
         if e.tic > now:
             b.delay(e.tic - now, "door ceilings reach their values" if e.kind == "release"
                     else "the slowest lane of the slot finishes")
             now = e.tic
-        _event(b, layout, sched, e, names, out_base, lambda i: f"inputs[{i}]")
+        _event(b, layout, sched, e, names, who, out_base, lambda i: f"inputs[{i}]")
     if pipe.beat_tics > now:
         b.delay(pipe.beat_tics - now, "the beat ends")
 
 
-def _event(b: Bus, layout: Layout, sched: Schedule, e: Event, names: dict, out_base: int,
-           input_of) -> None:
-    """One event of the beat as its bus statement; `input_of(i)` names where input i is."""
+def _event(b: Bus, layout: Layout, sched: Schedule, e: Event, names: dict, lanes: list,
+           out_base: int, input_of) -> None:
+    """One event of the beat as its bus statement; `input_of(i)` names where input i is;
+    `lanes`: each lane's name in comments (lane_names)."""
     c = layout.circuit
     g = layout.lanes[e.what] if e.kind in ("copy", "release", "park") else None
-    who = f"{names[g.lane.node]}{g.lane.label}" if g else ""
+    who = lanes[e.what] if g else ""
     if e.kind == "copy" and g.lane.source[0] == "input":
         b.write_input(g.lane.door_tag, sched.speeds[e.what], input_of(g.lane.source[1]),
-                      f"input {who}")
+                      who and f"input {who}")
     elif e.kind == "copy":
         b.copy(g.lane.door_tag, sched.speeds[e.what], g.lane.source[1],
-               f"neuron {who}, {_entered(e.offset)}")
+               who and f"neuron {who}, {_entered(e.offset)}")
     elif e.kind == "release":
         b.release(g.lane.tid, who)
     elif e.kind == "park":

@@ -40,7 +40,7 @@ def test_a_long_staircase_is_cut_and_the_step_is_shorter(both):
 def test_no_room_no_cut(monkeypatch):
     from mapgen import physics as P
 
-    monkeypatch.setattr(P, "TILE_DOLLS", 4)   # as many dolls as the lanes already need
+    monkeypatch.setattr(P, "MAX_DOLLS", 4)   # as many dolls as the lanes already need
     m = compile_netlist(STAIRS)
     assert len(m.circuit.lanes) == len(compile_netlist(STAIRS, split=False).circuit.lanes)
     assert carry.room_for(m.circuit.net, m.circuit.lanes, len(m.circuit.lights)).pieces == 0

@@ -84,7 +84,7 @@ def test_two_moves_on_one_plane_in_one_tic():
 
 
 def test_phase_too_short_for_its_dolls():
-    lay, sched = _layout(GOOD)
+    lay, sched = _layout(GOOD, split=False)   # whole staircases: rides of several tics
     sched.phases[-1].run_tics = 2
     msgs = [d.message for d in checks.check_schedule(lay, sched)]
     assert any("could still be in a door when that door moves" in m for m in msgs)
@@ -162,7 +162,7 @@ def test_line_near_a_stop_point_is_refused():
     """Issue 15 item 21: engines stop a blocked doll up to one movement substep apart
     (GZDoom 1009.6, ViZDoom 1005.6), so a line within STOP_CLEARANCE of a point where a doll
     can rest would be counted by one engine and not by the other."""
-    lay, sched = _layout(GOOD)
+    lay, sched = _layout(GOOD, split=False)   # a lane of several doors
     assert checks.check_stop_clearance(lay) == []
     g = next(g for g in lay.lanes if any(s.kind == "door" for s in g.segments)
              and len(g.lines) > 1)

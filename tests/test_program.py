@@ -20,13 +20,14 @@ def test_generated_acs_only_moves_values(path):
     assert bus_violations(cm.acs) == []
     # Every light is reset, every lane is parked and released, every door written once.
     c = cm.circuit
-    infer, pipe = script_body(cm.acs, 2), script_body(cm.acs, 4)
+    infer, fed, pipe = (script_body(cm.acs, k) for k in (2, 6, 4))
     assert (pipe == "") == (cm.schedule.pipeline is None)
+    assert (fed == "") == (cm.manifest["fed_script"] is None)
     for light in c.lights:
         assert f"Light_ChangeToValue({light.tag}, " in (script_body(cm.acs, 3) if light.persistent
                                                         else infer)
     for lane in c.lanes:
-        for body in [infer] + ([pipe] if pipe else []):
+        for body in [infer] + ([fed] if fed else []) + ([pipe] if pipe else []):
             assert body.count(f"Ceiling_MoveToValue({lane.door_tag}, ") == 1
             assert body.count(f"SetActorPosition({lane.tid}, ") == 1  # parked after its ride
             assert body.count(f"SetActorVelocity({lane.tid}, {P.DOLL_SPEED << 16}, ") == 1  # released once
