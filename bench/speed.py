@@ -7,6 +7,8 @@ nodes by zdbsp), run in the same run, every output compared with the integer ref
                                           # the WADs are cached; the first build is longer)
     python bench/speed.py --quick         # a smaller scale network, fewer samples
     python bench/speed.py --only chat,hello
+    python bench/speed.py --only microbit   # the micro:bit size, 46 maps (new way only: a
+                                          # first build is about 20 minutes)
 
 The CNN reads held-out MNIST digits (mostly blank, as digits are); the other subjects
 seeded random inputs over their input ranges.
@@ -19,7 +21,8 @@ network's maps one after the other in one engine, each loaded once) and the verd
 new rate: its physical floor, door crossings x the measured CPU cost of a moving doll-tic
 (each door a doll crosses costs at least the tic it moves in). The last line:
 `speed: chat C characters/s (xR), T tics per step; cnn D digits/s (xR); scale I
-inferences/s (xR); hello H tics; all EXACT` (R: new/old).
+inferences/s (xR); hello H tics; all EXACT` (R: new/old); with microbit, `microbit S s a
+step (T tics)` among them.
 
 WADs are kept by content (mapgen/wadcache.py): a second run builds nothing.
 """
@@ -228,6 +231,41 @@ def chat(how: dict, tmp: str, steps: int) -> Run:
     return run
 
 
+def microbit(tmp: str, steps: int) -> Run:
+    """The micro:bit size (docs/chat.md: 46 maps, each in its own engine) answering `hi`:
+    the maps of a step run one after the other (step t + 1 reads the character step t
+    chose), so a step's wall time is theirs summed; engine CPU is summed over the engines.
+    Every value that crosses maps and every output is compared with the reference."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from demos.chat import build_tiled, config_net, load_model, run_chat_tiled
+    from engine.runner import MapRunner
+    from engine.tiled import map_name
+
+    model = load_model("microbit")
+    net = config_net(model, "microbit")
+    loaded = build_tiled(net, os.path.join(tmp, "chat_microbit.wad"), "chat microbit")
+    run = Run()
+    with ThreadPoolExecutor(2) as ex:   # the maps load two at a time, one per core
+        runners = list(ex.map(lambda k: MapRunner(loaded.path, loaded.infos[k], map_name(k)),
+                              range(len(loaded.infos))))
+    try:
+        pids = [r.engine._game for r in runners]
+        run.load = sum(proc_cpu(p) for p in pids)
+        c0 = [proc_cpu(p) for p in pids]
+        r = run_chat_tiled(loaded, model.cfg, "hi", runners=runners, max_steps=steps)
+        cpu = sum(proc_cpu(p) - c for p, c in zip(pids, c0))
+    finally:
+        for runner in runners:
+            runner.close()
+    run.n, run.exact = r.steps, r.exact if not r.divergences else 0
+    run.tics = r.tics // r.steps
+    run.wall, run.cpu = r.seconds / r.steps, cpu / r.steps
+    run.ride_ms = cpu / r.tics * 1e3
+    run.notes.append(f"{len(loaded.infos)} maps")
+    return run
+
+
 # -- report -----------------------------------------------------------------------------
 def floor_rate(run: Run) -> float:
     """Door crossings x the CPU of a moving doll-tic, measured here: the riding CPU above
@@ -294,6 +332,15 @@ def main(argv=None) -> int:
             results["scale"] = (old, new)
             r = show("scale", "inference", old, new)
             line.append(f"scale {new.rate:.2f} inferences/s (x{r:.1f})")
+        if "microbit" in only:
+            print("microbit (the micro:bit size chat model, over the maps the planner gives "
+                  "it, each in its own engine; prompt 'hi'):", flush=True)
+            mb = microbit(tmp, 3 if args.quick else 6)
+            results["microbit"] = (mb,)
+            print(f"  new: load {mb.load:6.1f} s CPU over {mb.notes[0]}, {mb.tics} tics, "
+                  f"{mb.wall:.2f} s wall and {mb.cpu:.2f} s engine CPU per step, riding tic "
+                  f"{mb.ride_ms:.3f} ms, {mb.exact}/{mb.n} {mb.verdict}", flush=True)
+            line.append(f"microbit {mb.wall:.1f} s a step ({mb.tics} tics)")
         if "hello" in only:
             print("hello (circuits/hello.dnet):", flush=True)
             net = load(os.path.join(ROOT, "circuits", "hello.dnet"))

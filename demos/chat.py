@@ -129,13 +129,19 @@ def build(net, out: str, room: bool = True):
 def build_tiled(net, out: str, title: str):
     """A netlist too big for one map over several (mapgen/tiles.py: each map keeps its own
     state; Python hands values between maps by name); returns the loaded WAD."""
+    from mapgen import wadcache
     from mapgen.compile import load_wad, write_wad
     from mapgen.tiles import compile_tiles, plan_tiles
 
-    tiles = plan_tiles(net)
-    print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
-          flush=True)
-    write_wad(out, compile_tiles(tiles, title, lean=True), net, tiles)
+    def make(path: str) -> dict:
+        tiles = plan_tiles(net)
+        print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
+              flush=True)
+        write_wad(path, compile_tiles(tiles, title, lean=True), net, tiles)
+        return {}
+
+    # the same maps for every run that asks (mapgen/wadcache.py: tests, bench/speed.py)
+    wadcache.cached(wadcache.key_of(net, tiled=title), make, out)
     return load_wad(out)
 
 

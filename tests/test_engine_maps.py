@@ -30,8 +30,8 @@ def edge_and_random_inputs(net, n, seed):
     return xs
 
 
-def run_exact(tmp_path, net, xs, name="net.wad", carry="glide"):
-    cm = compile_netlist(net, carry=carry)
+def run_exact(tmp_path, net, xs, name="net.wad", carry="glide", split=True):
+    cm = compile_netlist(net, carry=carry, split=split)
     path = os.path.join(str(tmp_path), name)
     write_wad(path, [cm])
     low = lower_products(net)
@@ -117,7 +117,8 @@ def test_wide_networks_do_climb_ramps():
                 for g in compile_netlist(wide_net(seed), carry="conveyor").layout.lanes
                 for s in g.segments)
     assert ramps >= 30, ramps
-    steep = [compile_netlist(wide_net(seed)) for seed in range(12)]
+    # whole lanes (split=False): sub-lanes of one door each have no rise to climb
+    steep = [compile_netlist(wide_net(seed), split=False) for seed in range(12)]
     assert not any(s.kind == "ramp" for cm in steep for g in cm.layout.lanes
                    for s in g.segments)
     assert sum(cm.step_height > 24 for cm in steep) >= 6, [cm.step_height for cm in steep]
@@ -184,7 +185,9 @@ def test_wide_requantisation_climbs_ramps_exactly(tmp_path):
     xs = edge_and_random_inputs(net, 10, 5) + [[15, 0, 0], [0, 15, 15], [7, 7, 7], [15, 15, 0]]
     cm = run_exact(tmp_path, net, xs, "conveyor.wad", carry="conveyor")
     assert any(s.kind == "ramp" for g in cm.layout.lanes for s in g.segments)
-    cm = run_exact(tmp_path, net, xs, "glide.wad")   # steep: one step of up to step_height
+    run_exact(tmp_path, net, xs, "glide.wad")   # sub-lanes where the cost model cuts
+    # whole lanes, steep: one step of up to step_height
+    cm = run_exact(tmp_path, net, xs, "whole.wad", split=False)
     assert cm.step_height > 24 and not any(s.kind == "ramp" for g in cm.layout.lanes
                                             for s in g.segments)
 

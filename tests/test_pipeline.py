@@ -208,7 +208,9 @@ def _moved(kind, lane_pick, delta):
 
 @pytest.fixture(scope="module")
 def mlp3():
-    return compile_netlist(load(os.path.join(ROOT, "circuits", "mlp3.dnet")))
+    # whole lanes: rides of several tics, for the faults below to be made in (the pipelines
+    # of the default compiles, sub-lanes and all, are checked by test_good_pipelines_pass)
+    return compile_netlist(load(os.path.join(ROOT, "circuits", "mlp3.dnet")), split=False)
 
 
 def test_good_pipelines_pass(mlp3):
