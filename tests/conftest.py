@@ -25,43 +25,9 @@ NEEDS_TILES = {"chat_large.dnet"}   # (the CNN fits one map since lanes glide)
 # The d-12 chat model's generic control room (its players' map is the chat room,
 # demos/chat_map.py) spans 35,514 units and about 2,172,528 vertices: refused too.
 NEEDS_TILES_ROOM = NEEDS_TILES | {"mnist_cnn.dnet", "chat.dnet"}
-
-
-# Tests that compile or load a chat or CNN map take up to 15 GB (the d-12 chat map's
-# compiler): two at once, one per xdist worker, would not fit a 23 GB machine. They take
-# one lock in the run's directory, held from a heavy test to the next if it follows on
-# the same worker (a module's fixtures keep their map between tests).
-_LIGHT = ("test_chat_train.py", "test_chat_keyboard.py", "test_chat_dnet.py",
-          "test_chat_model.py", "test_chat_corpus.py", "test_cnn.py", "test_dnet.py")
-_held = None
-
-
-def _heavy(item) -> bool:
-    import re
-
-    if item.nodeid.split("::")[0].endswith(_LIGHT):
-        return False
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    text = item.nodeid + " " + " ".join(str(v) for v in params.values())
-    return bool(re.search(r"chat|cnn", text, re.I)) or item.name == "test_good_pipelines_pass"
-
-
-import pytest  # noqa: E402
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    global _held
-    import fcntl
-
-    if _heavy(item) and _held is None:
-        os.makedirs(os.environ["VOODOO_WAD_CACHE"], exist_ok=True)
-        _held = open(os.path.join(os.environ["VOODOO_WAD_CACHE"], "heavy.lock"), "w")
-        fcntl.flock(_held, fcntl.LOCK_EX)
-    yield
-    if _held is not None and (nextitem is None or not _heavy(nextitem)):
-        _held.close()   # releases the lock
-        _held = None
+# (Chat and CNN tests once took one lock across the workers: reading a chat WAD back took
+# 15 GB, in one regular expression over its TEXTMAP, mapgen/wadcheck.py. Now the largest
+# test process is extract's, about 4 GB.)
 
 
 def pytest_sessionfinish(session):
