@@ -246,18 +246,20 @@ def microbit(tmp: str, steps: int) -> Run:
     net = config_net(model, "microbit")
     loaded = build_tiled(net, os.path.join(tmp, "chat_microbit.wad"), "chat microbit")
     run = Run()
-    with ThreadPoolExecutor(2) as ex:   # the maps load two at a time, one per core
+    # The maps load two at a time, one per core. An engine ends with the thread that started
+    # it (engine/doom.py), so the pool's threads live until the engines are closed.
+    with ThreadPoolExecutor(2) as ex:
         runners = list(ex.map(lambda k: MapRunner(loaded.path, loaded.infos[k], map_name(k)),
                               range(len(loaded.infos))))
-    try:
-        pids = [r.engine._game for r in runners]
-        run.load = sum(proc_cpu(p) for p in pids)
-        c0 = [proc_cpu(p) for p in pids]
-        r = run_chat_tiled(loaded, model.cfg, "hi", runners=runners, max_steps=steps)
-        cpu = sum(proc_cpu(p) - c for p, c in zip(pids, c0))
-    finally:
-        for runner in runners:
-            runner.close()
+        try:
+            pids = [r.engine._game for r in runners]
+            run.load = sum(proc_cpu(p) for p in pids)
+            c0 = [proc_cpu(p) for p in pids]
+            r = run_chat_tiled(loaded, model.cfg, "hi", runners=runners, max_steps=steps)
+            cpu = sum(proc_cpu(p) - c for p, c in zip(pids, c0))
+        finally:
+            for runner in runners:
+                runner.close()
     run.n, run.exact = r.steps, r.exact if not r.divergences else 0
     run.tics = r.tics // r.steps
     run.wall, run.cpu = r.seconds / r.steps, cpu / r.steps

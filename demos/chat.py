@@ -109,6 +109,13 @@ def build(net, out: str, room: bool = True):
     """Compile the netlist into one map (with the player's room around the hall: the
     keyboard on the floor, prompt pedals and the letter wall, demos/chat_map.py) and write
     the WAD; returns its loaded form (mapgen.compile.load_wad)."""
+    return build_kept(net, out, room)[0]
+
+
+def build_kept(net, out: str, room: bool = True):
+    """`build`, and what the build kept of the compiled map beside the WAD: `lights`, the
+    tags of the machine's lights, and `read`, each readable light's (tag, label) in the
+    order of the read scripts (a probe of every light, engine/gzdoom.py, reads these)."""
     from mapgen import wadcache
     from mapgen.compile import compile_netlist, load_wad, write_wad
 
@@ -119,11 +126,13 @@ def build(net, out: str, room: bool = True):
         else:
             m = compile_netlist(net, title="chat")
         write_wad(path, [m], net, None)
-        return {}
+        return {"lights": [light.tag for light in m.circuit.lights],
+                "read": [[tag, label] for batch in m.schedule.read_batches
+                         for tag, label in batch]}
 
     # the same map for every test that asks (mapgen/wadcache.py: on when tests run)
-    wadcache.cached(wadcache.key_of(net, chat_room=room), make, out)
-    return load_wad(out)
+    kept = wadcache.cached(wadcache.key_of(net, chat_room=room), make, out)
+    return load_wad(out), kept
 
 
 def build_tiled(net, out: str, title: str):

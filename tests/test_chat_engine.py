@@ -34,20 +34,18 @@ def net():
 
 @pytest.fixture(scope="module")
 def built(net, tmp_path_factory):
-    """The WAD (read back as `chat.build` does), the probe that logs every light when a step
-    is acknowledged (engine/gzdoom.py; loaded into the visitor's engine too) and the lights'
-    labels. The compiled map itself is not kept: it is hundreds of MB."""
+    """The WAD (`chat.build`'s, shared with the other tests of the run that build it), the
+    probe that logs every light when a step is acknowledged (engine/gzdoom.py; loaded into
+    the visitor's engine too) and the lights' labels, from what the build kept of the
+    compiled map (hundreds of MB, not kept itself)."""
     from types import SimpleNamespace
 
-    from mapgen.compile import load_wad, write_wad
-
     d = tmp_path_factory.mktemp("chat")
-    cm = chat_map.build(net).compiled
-    write_wad(str(d / "chat.wad"), [cm], net, None)
-    pm = gz.probe_map(cm.layout, 0, planes=False, on_ack=True)
+    loaded, kept = chat.build_kept(net, str(d / "chat.wad"))
+    pm = gz.ProbeMap(kept["lights"], [], [], 0, on_ack=True)
     gz.write_probe(str(d / "probe.wad"), pm)
-    labels = {tag: label for batch in cm.schedule.read_batches for tag, label in batch}
-    return SimpleNamespace(loaded=load_wad(str(d / "chat.wad")), pm=pm, labels=labels,
+    labels = {tag: label for tag, label in kept["read"]}
+    return SimpleNamespace(loaded=loaded, pm=pm, labels=labels,
                            probe=str(d / "probe.wad"), log=str(d / "probe.log"))
 
 
