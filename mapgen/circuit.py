@@ -499,7 +499,8 @@ def bucket_order(tag: int) -> tuple[int, int]:
     return tag % P.TAG_BUCKETS, tag
 
 
-def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[int, int]:
+def simulate(circuit: Circuit, x, state: dict[int, int] | None = None,
+             passed: dict[int, int] | None = None) -> dict[int, int]:
     """What the map computes, without the engine: every light's level after one step.
 
     Dolls pass exactly the doors whose threshold their plane value reaches; each passed
@@ -507,7 +508,7 @@ def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[i
     sequence (None starts a new one): membranes carry on, prev lanes read their node's
     light, and a fed-back input (None in x) its node's. Used by tests to check the
     lowering against the reference, so that engine tests only have the physics left to
-    prove.
+    prove. `passed`, if given, counts the doors passed, by node id (bench/crossings.py).
     """
     level = {l.tag: (state[l.tag] if l.persistent and state is not None else l.reset)
              for l in circuit.lights}
@@ -542,6 +543,8 @@ def simulate(circuit: Circuit, x, state: dict[int, int] | None = None) -> dict[i
             for door in lane.doors:
                 if values[k] < door.threshold:
                     break
+                if passed is not None:
+                    passed[lane.node] = passed.get(lane.node, 0) + 1
                 for tag, amount in door.lines:
                     add(tag, amount)
                 for tag, v in door.sets:
