@@ -164,7 +164,7 @@ def main(argv=None) -> int:
             if args.engine:
                 engine_runs(loaded.path, qs[:args.engine], args.workers, base, words)
         else:
-            loaded = tiled_figures(net, tmp, args.config)
+            loaded = tiled_figures(net, model.cfg, tmp, args.config)
             if args.engine:
                 tiled_runs(loaded, model.cfg, qs[:args.engine], base, words)
     return 0
@@ -226,12 +226,12 @@ def map_figures(model, net, tmp: str):
     return loaded
 
 
-def tiled_figures(net, tmp: str, config: str):
+def tiled_figures(net, cfg, tmp: str, config: str):
     """The maps of a tiled configuration: built, their tics per step and resources."""
     from demos.chat import build_tiled
 
     t0 = time.perf_counter()
-    loaded = build_tiled(net, os.path.join(tmp, f"chat_{config}.wad"), f"chat {config}")
+    loaded = build_tiled(net, os.path.join(tmp, f"chat_{config}.wad"), f"chat {config}", cfg)
     per = [info["inference_tics"] for info in loaded.infos]
     print(f"\nthe maps: {len(per)}, {sum(per):,} tics per step ({' + '.join(map(str, per))}),"
           f" built in {time.perf_counter() - t0:.0f} s")

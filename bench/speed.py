@@ -244,7 +244,8 @@ def microbit(tmp: str, steps: int) -> Run:
 
     model = load_model("microbit")
     net = config_net(model, "microbit")
-    loaded = build_tiled(net, os.path.join(tmp, "chat_microbit.wad"), "chat microbit")
+    loaded = build_tiled(net, os.path.join(tmp, "chat_microbit.wad"), "chat microbit",
+                         model.cfg)
     run = Run()
     # The maps load two at a time, one per core. An engine ends with the thread that started
     # it (engine/doom.py), so the pool's threads live until the engines are closed.

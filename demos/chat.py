@@ -135,22 +135,66 @@ def build_kept(net, out: str, room: bool = True):
     return load_wad(out), kept
 
 
-def build_tiled(net, out: str, title: str):
+# The greedy runs whose values place the two-sided lanes' pivots (calibrated_pivots), and
+# the crossings a step a pivot must save on them to be worth its doll (a crossing costs
+# about 30 us of engine CPU, a resting doll 0.3 us a tic: docs/physics.md).
+CALIBRATION = ("hi", "what is a door?", "who are you?", "what is a map?")
+MIN_SAVED = 2
+
+
+def calibrated_pivots(net, cfg) -> dict[str, int]:
+    """Where a lookup's or prev node's lane turns two-sided (mapgen.circuit.pivot_of): the
+    median of the values its doors are set to over the greedy runs of CALIBRATION (the
+    integer reference, each to where it ends), where that saves MIN_SAVED crossings a step
+    on them. A pivot moves crossings, never a value: a prompt unlike these costs time,
+    not exactness. By lowered node name."""
+    import numpy as np
+
+    from dsl.ir import Lut
+    from dsl.lower import lower_products
+    from dsl.sequence import reference_run
+    from mapgen.circuit import staircase
+
+    low = lower_products(net)
+    ids = [n.id for n in low.nodes if n.is_prev or isinstance(n.gate, Lut)]
+    seen = []
+    for p in CALIBRATION:
+        res, steps = reference_run(low, prompt_rows(net, p, None, cfg))
+        seen.append(np.stack([(res.value if low.nodes[i].is_prev else res.acc)[0, :steps, i]
+                              for i in ids], 1))
+    planes = np.concatenate(seen)
+    out = {}
+    for i, col in zip(ids, planes.T):
+        n, p = low.nodes[i], int(np.floor(np.median(col)))
+        r = low.value_range[i] if n.is_prev else low.acc_range[i]
+        ths = [t for t, _ in staircase(n.gate, r.lo, r.hi)[1]]
+        k = np.searchsorted(ths, col, side="right")
+        if (k.sum() - np.abs(k - np.searchsorted(ths, p, side="right")).sum()) \
+                >= MIN_SAVED * len(col):
+            out[n.name] = p
+    return out
+
+
+def build_tiled(net, out: str, title: str, cfg=None):
     """A netlist too big for one map over several (mapgen/tiles.py: each map keeps its own
-    state; Python hands values between maps by name); returns the loaded WAD."""
+    state; Python hands values between maps by name); returns the loaded WAD. With the
+    model's `cfg`, lookups and prev nodes get two-sided lanes at calibrated pivots
+    (calibrated_pivots: fewer door crossings a step, a doll more each)."""
     from mapgen import wadcache
     from mapgen.compile import load_wad, write_wad
     from mapgen.tiles import compile_tiles, plan_tiles
 
+    pivots = calibrated_pivots(net, cfg) if cfg is not None else False
+
     def make(path: str) -> dict:
-        tiles = plan_tiles(net)
+        tiles = plan_tiles(net, pivots=pivots)
         print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
               flush=True)
-        write_wad(path, compile_tiles(tiles, title, lean=True), net, tiles)
+        write_wad(path, compile_tiles(tiles, title, lean=True, pivots=pivots), net, tiles)
         return {}
 
     # the same maps for every run that asks (mapgen/wadcache.py: tests, bench/speed.py)
-    wadcache.cached(wadcache.key_of(net, tiled=title), make, out)
+    wadcache.cached(wadcache.key_of(net, tiled=title, pivots=pivots), make, out)
     return load_wad(out)
 
 
@@ -280,7 +324,7 @@ def _main_tiled(net, out: str, cfg, prompts, seed, max_steps, config: str) -> in
     from engine.runner import MapRunner
     from engine.tiled import map_name
 
-    loaded = build_tiled(net, out, f"chat {config}")
+    loaded = build_tiled(net, out, f"chat {config}", cfg)
     per = [info["inference_tics"] for info in loaded.infos]
     print(f"{out}: {len(per)} maps, {sum(per)} tics per step ({' + '.join(map(str, per))})")
     if not prompts:

@@ -79,6 +79,9 @@ class Lane:
     # An input fed back (`feedback x = y`): on a fed step the bus copies this light (y's
     # value of the step before) to the doors instead of writing the given input.
     feedback: int | None = None
+    # The lower side of a two-sided lane (`lower(pivots=...)`): its source light holds the
+    # negation of the node's accumulator (or value), so it counts down from the pivot.
+    negated: bool = False
 
     @property
     def label(self) -> str:
@@ -152,6 +155,34 @@ def _door_count(gate, lo: int, hi: int) -> int:
     return hi - lo
 
 
+def pivot_of(net: Netlist, n, const: int, pivots) -> int | None:
+    """The pivot of node n's two-sided lane (`_Lowering.plan_pivots`), or None for one
+    lane. `pivots`: True gives a lookup its accumulator's constant (`const`: the bias
+    through identities, the value when every source is 0) and a prev node 0; a dict gives
+    the pivots by node name (a calibration's medians, demos/chat.py). Inputs (the bus
+    writes them, it cannot negate) and other gates keep one lane, as does a node whose
+    doors all lie above its pivot."""
+    if not pivots or n.is_input or not isinstance(n.gate, (Lut, Prev)):
+        return None
+    if isinstance(pivots, dict):
+        p = pivots.get(n.name)
+    else:
+        p = 0 if n.is_prev else const
+    r = net.value_range[n.id] if n.is_prev else net.acc_range[n.id]
+    if p is None or _door_count(n.gate, r.lo, r.hi) > P.MAX_DOORS:
+        return None
+    return p if any(t <= p for t, _ in staircase(n.gate, r.lo, r.hi)[1]) else None
+
+
+def sides(steps: list[tuple[int, int]], p: int | None) -> tuple[list, list]:
+    """A staircase pivoted at p (None: not at all): the doors above p, and those at or
+    below p as the lower lane counts them on the negated plane: it passes the door of
+    threshold t iff -plane >= 1 - t, that is iff the value is below t, and takes the step
+    back down."""
+    k0 = 0 if p is None else sum(1 for t, _ in steps if t <= p)
+    return steps[k0:], [(1 - t, -d) for t, d in reversed(steps[:k0])]
+
+
 def _leak_doors(leak: int, lo: int, hi: int) -> int:
     """The doors of a membrane's leak lane over [lo, hi], without building it: the leak
     max(u - leak, 0) - u steps by -1 at every u <= leak and is flat above."""
@@ -168,8 +199,8 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
           door_budget: int | None = None, carry: str = "glide",
-          steep: bool | None = None, split: bool = True, chains: bool | None = None
-          ) -> Circuit:
+          steep: bool | None = None, split: bool = True, chains: bool | None = None,
+          pivots: bool | dict[str, int] = False) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
@@ -179,11 +210,13 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     one lane per staircase, as the tile planner counts them). `chains`: tags placed for
     short hash chains (value lights in the cold buckets, group tags in bucket order); by
     default on, off for the conveyor geometry, which keeps the placement it had (the old
-    way, whole, for bench/speed.py)."""
+    way, whole, for bench/speed.py). `pivots`: two-sided lanes (`_Lowering.plan_pivots`):
+    True for the default pivots, or {node name: pivot} (`pivot_of`)."""
     chains = carry != "conveyor" if chains is None else chains
     lw = _Lowering(lower_products(net), first_tag, chains)
     lw.make_lights()
     lw.expand_identities()
+    lw.plan_pivots(pivots)
     lw.make_lanes()
     # Lines before sub-lanes: the cost model measures each landing by its lines, and the
     # sub-lanes of a staircase share its doors, so its weight groups too.
@@ -228,7 +261,7 @@ def split_lanes(lanes: list[Lane], budget: int) -> list[Lane]:
         for k in range(0, len(lane.doors), budget):
             out.append(Lane(lane.node, lane.phase, lane.doors[k:k + budget], lane.base,
                             lane.plane_lo, lane.plane_hi, lane.source,
-                            feedback=lane.feedback))
+                            feedback=lane.feedback, negated=lane.negated))
     return out
 
 
@@ -247,6 +280,8 @@ class _Lowering:
         self.base_of: dict[int, int] = {}
         self.phase_of: dict[int, int] = {}
         self.clock: list[tuple[int, int]] = []   # (membrane, node): gets its per-step constant
+        self.pivot: dict[int, int] = {}          # node id -> pivot of its two-sided lane
+        self.neg: dict[int, int] = {}            # light tag -> its negated mirror's tag
 
     def new_tag(self, cold: bool = False) -> int:
         """The next free tag of its kind. The engine finds a tag's sectors by walking the
@@ -315,6 +350,33 @@ class _Lowering:
             for r, w in ws.items():
                 self.fanout.setdefault(r, {})[self.acc_light[x]] = w
 
+    def plan_pivots(self, pivots) -> None:
+        """Two-sided lanes (docs/physics.md): a lane counts its value door by door from the
+        bottom of its range, so a value in the middle of a wide range crosses half its
+        doors. A node with a pivot p gets the doors above p on its lane (plane: the
+        accumulator, as before) and those at or below p on a second lane counting down from
+        p, whose plane is a mirror light: it receives every line the accumulator (or, for a
+        prev node, the value light it reads) receives, negated, since the bus only copies.
+        Crossings |v - p| instead of v - lo, for a doll and a light more. `pivots`: True
+        (lookups at their accumulator's constant, prev nodes at 0) or {node name: p}; a node
+        whose doors all lie above its pivot keeps one lane (`pivot_of`)."""
+        for n in self.net.nodes:
+            p = pivot_of(self.net, n, self.const.get(n.id, 0), pivots)
+            if p is None:
+                continue
+            light = self.value_light[n.gate.src] if n.is_prev else self.acc_light[n.id]
+            self.pivot[n.id] = p
+            if light not in self.neg:
+                self.neg[light] = self.new_tag()
+                self.lights.append(Light(self.neg[light], self.by_tag[light].node, "mirror", 0))
+                self.by_tag[self.neg[light]] = self.lights[-1]
+        # A mirror of an accumulator gets each of its lines negated (a consumer, grouped
+        # by weight like any other); a mirror of a value light, each door's value line.
+        for adds in self.fanout.values():
+            for t, w in list(adds.items()):
+                if t in self.neg:
+                    adds[self.neg[t]] = -w
+
     def make_lanes(self) -> None:
         """A lane per gated node and input, phased after the lanes it reads; every problem
         is collected before raising."""
@@ -352,11 +414,32 @@ class _Lowering:
             self.phase_of[n.id], self.base_of[n.id] = phase, 0
             return
         base, steps = staircase(n.gate, plo, phi)
-        self.base_of[n.id] = base
-        self.phase_of[n.id] = phase
+        fed = self.net.feedback.get(n.id)
+        feedback = None if fed is None else self.value_light[fed]
+        if n.id not in self.pivot:
+            self.base_of[n.id], self.phase_of[n.id] = base, phase
+            if steps:
+                self.lanes.append(Lane(n.id, phase, self._doors(n, steps, bad), base, plo, phi,
+                                       source, feedback=feedback))
+            return
+        # Two-sided (plan_pivots): the value at the pivot is the base of both lanes.
+        up, down = sides(steps, self.pivot[n.id])
+        at_pivot = base - sum(d for _, d in down)
+        self.base_of[n.id], self.phase_of[n.id] = at_pivot, phase
+        mirror = (source[0], self.neg[source[1]])
+        for side, src, lo, hi in ((up, source, plo, phi), (down, mirror, -phi, -plo)):
+            if side:
+                self.lanes.append(Lane(n.id, phase, self._doors(n, side, bad), at_pivot, lo, hi,
+                                       src, feedback=feedback, negated=src is mirror))
+
+    def _doors(self, n, steps: list[tuple[int, int]], bad: list[Diagnostic]) -> list[Door]:
+        """A staircase's doors: each adds its step to the node's value light (and that
+        light's mirror, if a prev lane reads it two-sided) and its weight times the step to
+        every consumer."""
         doors = []
+        vl = self.value_light[n.id]
         for threshold, delta in steps:
-            adds = [(self.value_light[n.id], delta)]
+            adds = [(vl, delta)] + ([(self.neg[vl], -delta)] if vl in self.neg else [])
             for t, w in sorted(self.fanout.get(n.id, {}).items()):
                 adds.append((t, w * delta))
             for t, amount in adds:
@@ -365,10 +448,7 @@ class _Lowering:
                                                  "in one line crossing",
                                           "light levels hold -32768..32767; use smaller weights"))
             doors.append(Door(threshold, delta, adds))
-        if doors:
-            fed = self.net.feedback.get(n.id)
-            self.lanes.append(Lane(n.id, phase, doors, base, plo, phi, source,
-                                   feedback=None if fed is None else self.value_light[fed]))
+        return doors
 
     def spike_lanes(self, n, phase: int, bad: list[Diagnostic]) -> None:
         """A spiking neuron: its membrane light M integrates like an accumulator but is not
@@ -424,6 +504,8 @@ class _Lowering:
         for n in self.net.nodes:
             if not isinstance(n.gate, Identity):
                 self.by_tag[self.value_light[n.id]].reset = self.base_of[n.id]
+        for t, m in self.neg.items():
+            self.by_tag[m].reset = -self.by_tag[t].reset
 
     def bound_lights(self) -> None:
         """Proven bounds of every light at any moment: the reset value plus, for every lane
@@ -434,17 +516,24 @@ class _Lowering:
               for l in self.lights}
         hi = {l.tag: (net.state_range[l.node].hi if l.persistent else l.reset)
               for l in self.lights}
+        # The two sides of a pivoted node never both ride doors (its value is above the
+        # pivot or not): their swings combine as the larger, not the sum.
+        sides: dict[int, list[dict[int, tuple[int, int]]]] = {}
         for lane in self.lanes:
-            running: dict[int, int] = {}
-            low: dict[int, int] = {}
-            high: dict[int, int] = {}
-            for t, amount in lane.prelude + [a for door in lane.doors for a in door.adds]:
-                running[t] = running.get(t, 0) + amount
-                low[t] = min(low.get(t, 0), running[t])
-                high[t] = max(high.get(t, 0), running[t])
-            for t in running:
-                lo[t] += low[t]
-                hi[t] += high[t]
+            swing = _swing(lane)
+            if lane.node in self.pivot and lane.role == "gate":
+                side = sides.setdefault(lane.node, [{}, {}])[lane.negated]
+                for t, (a, b) in swing.items():
+                    a0, b0 = side.get(t, (0, 0))
+                    side[t] = (a0 + a, b0 + b)  # sub-lanes of one side ride together
+                continue
+            for t, (a, b) in swing.items():
+                lo[t] += a
+                hi[t] += b
+        for up, down in sides.values():
+            for t in set(up) | set(down):
+                lo[t] += min(up.get(t, (0, 0))[0], down.get(t, (0, 0))[0])
+                hi[t] += max(up.get(t, (0, 0))[1], down.get(t, (0, 0))[1])
         for l in self.lights:
             l.lo, l.hi = lo[l.tag], hi[l.tag]
 
@@ -455,8 +544,12 @@ class _Lowering:
         net, acc_light = self.net, self.acc_light
         self.groups: dict[int, list[int]] = {}
         solo_tags = {(net.by_name(a).id, acc_light[net.by_name(b).id]) for a, b in solo}
+        done: dict[int, tuple] = {}   # a two-sided lane's sides share their groups
         for lane in self.lanes:
             if lane.role == "clock":
+                continue
+            if lane.role == "gate" and lane.node in done:
+                self._lines_of(lane, *done[lane.node])
                 continue
             by_w: dict[tuple, list[int]] = {}
             for t, w in sorted(self.fanout.get(lane.node, {}).items()):
@@ -472,6 +565,7 @@ class _Lowering:
                 for t in members:
                     self.by_tag[t].groups.append(g)
                 target[key] = g
+            done[lane.node] = (by_w, target)
             self._lines_of(lane, by_w, target)
         # A crossing walks its tag's hash chain through every sector's tag list; with each
         # light's tags in bucket order, the tags one chain visits in a sector lie side by
@@ -487,11 +581,24 @@ class _Lowering:
             for door in lane.doors:
                 door.lines = list(door.adds)
             return
+        vl = self.value_light[lane.node]
+        mirror = [(self.neg[vl], -1)] if vl in self.neg else []
         for door in lane.doors:
-            door.lines = [(self.value_light[lane.node], door.delta)] + [
+            door.lines = [(vl, door.delta)] + [(t, k * door.delta) for t, k in mirror] + [
                 (target[key], key[0] * door.delta) for key in sorted(by_w)]
             if lane.role == "fire":  # the subtracting reset of the membrane, if any
                 door.lines += [a for a in door.adds if a[0] == self.acc_light[lane.node]]
+
+
+def _swing(lane: Lane) -> dict[int, tuple[int, int]]:
+    """Light tag -> the lowest and highest running total of one lane's additions to it."""
+    running: dict[int, int] = {}
+    out: dict[int, tuple[int, int]] = {}
+    for t, amount in lane.prelude + [a for door in lane.doors for a in door.adds]:
+        running[t] = running.get(t, 0) + amount
+        a, b = out.get(t, (0, 0))
+        out[t] = (min(a, running[t]), max(b, running[t]))
+    return out
 
 
 def bucket_order(tag: int) -> tuple[int, int]:
@@ -519,7 +626,8 @@ def simulate(circuit: Circuit, x, state: dict[int, int] | None = None,
             v = x[lane.source[1]]
             return state[lane.feedback] if v is None else int(v)
         if kind == "state":
-            return circuit.net.nodes[lane.node].gate.init if state is None \
+            init = circuit.net.nodes[lane.node].gate.init
+            return (-init if lane.negated else init) if state is None \
                 else state[lane.source[1]]
         return level[lane.source[1]] if kind == "light" else 0
 

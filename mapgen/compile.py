@@ -59,13 +59,15 @@ class CompiledMap:
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
                     acc: str = "internal", door_budget: int | None = None,
                     carry: str = "glide", split: bool = True,
-                    chains: bool | None = None) -> CompiledMap:
+                    chains: bool | None = None, pivots=False) -> CompiledMap:
     """`door_budget`: split staircases longer than this into parallel sub-lanes
     (circuit.split_lanes): fewer tics per phase, more dolls. `carry="conveyor"`: the
     geometry before frictionless lanes; `split=False`: no sub-lanes; `chains=False`: tags
-    numbered in order (bench/speed.py measures against these)."""
+    numbered in order (bench/speed.py measures against these); `pivots`: two-sided lanes
+    (circuit.pivot_of: True, or pivots by node name)."""
     title = title or net.name
-    circuit = lower(net, door_budget=door_budget, carry=carry, split=split, chains=chains)
+    circuit = lower(net, door_budget=door_budget, carry=carry, split=split, chains=chains,
+                    pivots=pivots)
     layout = build_layout(circuit, title)
     sched = plan(layout)
     run_all(layout, sched)

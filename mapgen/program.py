@@ -555,7 +555,7 @@ def state_starts(layout: Layout) -> dict[int, tuple[int, int]]:
     for g in layout.lanes:
         if g.lane.source[0] == "state":
             gate = net.nodes[g.lane.node].gate
-            out[g.lane.source[1]] = (gate.init, gate.src)
+            out[g.lane.source[1]] = (-gate.init if g.lane.negated else gate.init, gate.src)
     return out
 
 

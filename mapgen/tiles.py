@@ -139,9 +139,12 @@ class _Net:
     """The planner's view of a netlist: each placeable node's lane sources (through
     identities), lane depth, and what each lane costs a map."""
 
-    def __init__(self, net: Netlist, door_budget: int | None):
+    def __init__(self, net: Netlist, door_budget: int | None, pivots=False):
+        from .circuit import pivot_of
+
         self.net, self.budget = net, door_budget
         nodes = net.nodes
+        const: dict[int, int] = {}    # each accumulator's constant, through identities
         # node -> the lane nodes (inputs, gated) its accumulator reads, through identities,
         # and the identities on the way; every lane the tile's netlist will refer to
         self.lanes_of: dict[int, frozenset[int]] = {}
@@ -153,8 +156,10 @@ class _Net:
                 self.depth[n.id] = 0
                 continue
             lanes, idents, w = set(), set(), {}
+            const[n.id] = n.bias
             for src, ws in n.weights.items():
                 if isinstance(nodes[src].gate, Identity):
+                    const[n.id] += ws * const[src]
                     lanes |= self.lanes_of[src]
                     idents |= self.idents_of[src] | {src}
                     for r, wr in weights[src].items():
@@ -172,14 +177,20 @@ class _Net:
         self.placed = [n.id for n in nodes if not (n.is_input or n.is_prev) and
                        (not isinstance(n.gate, Identity) or n.id in outputs)]
         self.placed.sort(key=lambda i: (self.depth[i], i))
-        self.own = {n.id: _own_stairs(net, n) for n in nodes
+        # two-sided lanes (circuit.plan_pivots): the pivot of each node that has one
+        self.pivot = {n.id: p for n in nodes
+                      if (p := pivot_of(net, n, const.get(n.id, 0), pivots)) is not None}
+        self.own = {n.id: _own_stairs(net, n, self.pivot.get(n.id)) for n in nodes
                     if not isinstance(n.gate, Identity) and not (n.is_input or n.is_prev)}
-        # lane -> the distinct weights its consumers take it with: lines per door
+        # lane -> the distinct weights its consumers take it with: lines per door (a
+        # mirror light takes them negated: a pivoted lookup's, a pivoted prev's source's)
+        mirrored = {n.id for n in nodes if n.id in self.pivot and not n.is_prev} | {
+            n.gate.src for n in nodes if n.id in self.pivot and n.is_prev}
         distinct: dict[int, set[int]] = {}
         for i, ws in weights.items():
             if not isinstance(nodes[i].gate, Identity) or i in outputs:
                 for r, v in ws.items():
-                    distinct.setdefault(r, set()).add(v)
+                    distinct.setdefault(r, set()).update((v, -v) if i in mirrored else (v,))
         self.groups = {r: len(v) for r, v in distinct.items()}
         self.name_len = max((len(n.name) for n in nodes), default=1)
         # (dolls, linedefs, sectors, doors, length, longest) of each lane: its own, and as
@@ -187,7 +198,8 @@ class _Net:
         self.own_cost = {i: _lanes_cost([self.lane(sh, i) for sh in shapes])
                          for i, shapes in self.own.items()}
         lanes = {r for ls in self.lanes_of.values() for r in ls}
-        self.in_cost = {r: _lanes_cost([self.lane(self.in_shape(r), r)]) for r in lanes}
+        self.in_cost = {r: _lanes_cost([self.lane(sh, r) for sh in self.in_shapes(r)])
+                        for r in lanes}
         self.wide = {r for r in lanes if self.in_shape(r)[0] > P.MAX_DOORS}
 
     @cached_property
@@ -223,6 +235,18 @@ class _Net:
         gate = handed_input(self.net, s)
         return _stairs(gate, gate.lo, gate.hi)
 
+    def in_shapes(self, s: int) -> list[tuple[int, int]]:
+        """The lanes of a value from outside the step or the tile: one, or a pivoted prev
+        node's two (counted as its own map keeps it)."""
+        n = self.net.nodes[s]
+        if s not in self.pivot or not n.is_prev:   # a value handed on: an input lane
+            return [self.in_shape(s)]
+        from .circuit import sides, staircase
+
+        r = self.net.value_range[s]
+        steps = staircase(n.gate, r.lo, r.hi)[1]
+        return [(len(st), 4 + 2 * len(st)) for st in sides(steps, self.pivot[s]) if st]
+
 
 def _lanes_cost(lanes: list[tuple]) -> tuple[int, int, int, int, int, int]:
     """(dolls, linedefs, sectors, doors, length, longest) of a node's lanes together."""
@@ -230,13 +254,17 @@ def _lanes_cost(lanes: list[tuple]) -> tuple[int, int, int, int, int, int]:
     return (*sums, max(lane[4] for lane in lanes))
 
 
-def _own_stairs(net: Netlist, n: Node) -> list[tuple[int, int]]:
-    """(doors, sectors) of each lane of a gated node: one staircase, or a spiking neuron's
-    fire lane, leak lane and (counted for each, on the high side) the clock doll."""
+def _own_stairs(net: Netlist, n: Node, pivot: int | None = None) -> list[tuple[int, int]]:
+    """(doors, sectors) of each lane of a gated node: one staircase (two pivoted, each
+    side's doors one level apart), or a spiking neuron's fire lane, leak lane and (counted
+    for each, on the high side) the clock doll."""
     from dsl.ir import Spike
 
-    from .circuit import _leak_doors
+    from .circuit import _leak_doors, sides, staircase
 
+    if pivot is not None:
+        steps = staircase(n.gate, *net.acc_range[n.id])[1]
+        return [(len(st), 4 + 2 * len(st)) for st in sides(steps, pivot) if st]
     if not isinstance(n.gate, Spike):
         return [_stairs(n.gate, *net.acc_range[n.id])]
     st = net.state_range[n.id]
@@ -317,16 +345,18 @@ class _Packer:
 
 
 def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None = None,
-               door_budget: int | None = None, budget: MapBudget | None = None) -> list[Tile]:
+               door_budget: int | None = None, budget: MapBudget | None = None,
+               pivots=False) -> list[Tile]:
     """Split `net` into tiles in dependency order (one tile when it fits). `door_budget`
-    is the compiler's (staircases split into sub-lanes of that many doors: more dolls)."""
+    is the compiler's (staircases split into sub-lanes of that many doors: more dolls);
+    `pivots` too (two-sided lanes, circuit.pivot_of)."""
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
     budget = budget or MapBudget()
     if max_dolls is not None:
         budget = MapBudget(**{**vars(budget), "dolls": max_dolls})
-    pn = _Net(net, door_budget)
+    pn = _Net(net, door_budget, pivots)
     _every_node_fits(pn, budget)
     if n_tiles is None:
         groups = _greedy(pn, budget)
@@ -354,12 +384,12 @@ def _unread_inputs(pn: _Net) -> list[int]:
     return [i for i in net.inputs if i not in read]
 
 
-def estimate(net: Netlist, door_budget: int | None = None) -> Cost:
+def estimate(net: Netlist, door_budget: int | None = None, pivots=False) -> Cost:
     """What the planner expects `net` to cost as one map (tests compare it with the map)."""
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
-    pn = _Net(net, door_budget)
+    pn = _Net(net, door_budget, pivots)
     p = _Packer(pn)
     for i in pn.placed:
         p.add(i, p.with_node(i))
@@ -862,16 +892,18 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
 
 def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
                   door_budget: int | None = None, workers: int | None = None,
-                  lean: bool = False, carry: str = "glide", nodes: bool = True):
+                  lean: bool = False, carry: str = "glide", nodes: bool = True,
+                  pivots=False):
     """Each tile as its own map, MAP01.. in order; compiled in parallel processes
     (`workers`, default one per core) when there are several. With `lean`, an iterator of
     the maps as they finish, each with only what a WAD holds (no circuit, layout or
     schedule: a map of 400,000 lines is gigabytes of them), for `write_wad`. `carry` and
-    `nodes` as compile_netlist's and write_wad's (bench/speed.py builds the old way too)."""
+    `nodes` as compile_netlist's and write_wad's (bench/speed.py builds the old way too),
+    `pivots` as compile_netlist's (by node name, so the same for every tile)."""
     import os
 
     jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget,
-             lean, carry, nodes) for k, t in enumerate(tiles)]
+             lean, carry, nodes, pivots) for k, t in enumerate(tiles)]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
     maps = map(_compile_one, jobs) if workers <= 1 else _compiled_in_pool(jobs, workers)
     return maps if lean else list(maps)
@@ -890,9 +922,9 @@ def _compiled_in_pool(jobs, workers: int):
 def _compile_one(job):
     from .compile import compile_netlist
 
-    net, title, name, acc, door_budget, lean, carry, nodes = job
+    net, title, name, acc, door_budget, lean, carry, nodes, pivots = job
     m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget,
-                        carry=carry)
+                        carry=carry, pivots=pivots)
     if nodes:
         m.with_nodes()  # here, in the pool, not one map at a time in write_wad
     if lean:

@@ -71,6 +71,11 @@ def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
     """The nodes of a machine, in node order, and the problems found (empty if it is a
     netlist)."""
     problems: list[str] = []
+    mirrors = sorted(l.name for l in m.lights.values() if l.role == "mirror")
+    if mirrors:   # lanes counting down on a negated light: no gate of the language
+        return [], [f"{len(mirrors)} of its lanes are two-sided ({mirrors[0]}'s first: a "
+                    "lane counting down on a mirror light, docs/physics.md), which extract "
+                    "does not read back; extract a map built without pivots"]
     nodes: dict[str, XNode] = {}
     for l in m.lights.values():
         n = nodes.setdefault(l.name, XNode(l.name))

@@ -39,7 +39,7 @@ from .textmap import MapError, TextMap
 RAISE, LOWER, SET = (P.SPECIAL[k] for k in ("Light_RaiseByValue", "Light_LowerByValue",
                                           "Light_ChangeToValue"))
 TID_SPECIAL = P.SPECIAL["Thing_ChangeTID"]
-_LIGHT_COMMENT = re.compile(r"\b(acc|value|membrane|accumulator) light of (\S+)")
+_LIGHT_COMMENT = re.compile(r"\b(acc|value|membrane|accumulator|mirror) light of (\S+)")
 
 
 @dataclass
