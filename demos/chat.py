@@ -179,8 +179,7 @@ def build_tiled(net, out: str, title: str, cfg=None):
     """A netlist too big for one map over several (mapgen/tiles.py: each map keeps its own
     state; Python hands values between maps by name); returns the loaded WAD. With the
     model's `cfg`, lookups and prev nodes get two-sided lanes at calibrated pivots
-    (calibrated_pivots: fewer door crossings a step, a doll more each), and the plan is
-    the one with the shortest chain of maps (mapgen.tiles.plan_tiles, `shallow`)."""
+    (calibrated_pivots: fewer door crossings a step, a doll more each)."""
     from mapgen import wadcache
     from mapgen.compile import load_wad, write_wad
     from mapgen.tiles import compile_tiles, plan_tiles
@@ -188,8 +187,7 @@ def build_tiled(net, out: str, title: str, cfg=None):
     pivots = calibrated_pivots(net, cfg) if cfg is not None else False
 
     def make(path: str) -> dict:
-        # maps off each other's chains stream side by side: a step waits on the longest
-        tiles = plan_tiles(net, pivots=pivots, shallow=pivots is not False)
+        tiles = plan_tiles(net, pivots=pivots)
         print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
               flush=True)
         write_wad(path, compile_tiles(tiles, title, lean=True, pivots=pivots), net, tiles)

@@ -346,11 +346,10 @@ class _Packer:
 
 def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None = None,
                door_budget: int | None = None, budget: MapBudget | None = None,
-               pivots=False, shallow: bool = False) -> list[Tile]:
+               pivots=False) -> list[Tile]:
     """Split `net` into tiles in dependency order (one tile when it fits). `door_budget`
     is the compiler's (staircases split into sub-lanes of that many doors: more dolls);
-    `pivots` too (two-sided lanes, circuit.pivot_of). `shallow`: the plan with the
-    shortest chain of maps, not the fewest maps (`_greedy`)."""
+    `pivots` too (two-sided lanes, circuit.pivot_of)."""
     if any(isinstance(n.gate, Product) for n in net.nodes):
         from dsl.lower import lower_products
         net = lower_products(net)
@@ -360,7 +359,7 @@ def plan_tiles(net: Netlist, n_tiles: int | None = None, max_dolls: int | None =
     pn = _Net(net, door_budget, pivots)
     _every_node_fits(pn, budget)
     if n_tiles is None:
-        groups = _greedy(pn, budget, shallow)
+        groups = _greedy(pn, budget)
     else:
         if n_tiles < 1:
             raise VoodooError("--tiles must be at least 1")
@@ -422,10 +421,9 @@ def _no_wide_inputs(pn: _Net, i: int, mine: set[int]) -> None:
             "with s > 1, a smaller max or table), or give its tile more room (fewer tiles)")
 
 
-def _greedy(pn: _Net, budget: MapBudget, shallow: bool = False) -> list[list[int]]:
+def _greedy(pn: _Net, budget: MapBudget) -> list[list[int]]:
     """The tiles of `net` filled in turn, each closed when no more fits: the plan with the
-    fewest tiles (then the fewest lines) of a few orders (`PACKINGS`); `shallow`, the one
-    whose longest chain of maps, each waiting on the one before, is shortest (`chain`)."""
+    fewest tiles (then the fewest lines) of a few orders (`PACKINGS`)."""
     p = _Packer(pn)
     for i in pn.placed:
         p.add(i, p.with_node(i))
@@ -435,21 +433,7 @@ def _greedy(pn: _Net, budget: MapBudget, shallow: bool = False) -> list[list[int
     ok = [groups for groups in plans if not isinstance(groups, VoodooError)]
     if not ok:   # a value too wide to hand on, read in another map, in every order
         raise plans[0]
-    if shallow:
-        return min(ok, key=lambda groups: (chain(pn, groups), len(groups), _totals(pn, groups)))
     return min(ok, key=lambda groups: (len(groups), _totals(pn, groups)))
-
-
-def chain(pn: _Net, groups: list[list[int]]) -> int:
-    """The most maps a plan's values pass through one after the other: a run's step waits
-    on its longest chain, and maps off each other's chains run side by side (streamed,
-    engine/tiled.py)."""
-    where = {i: k for k, g in enumerate(groups) for i in g}
-    depth: dict[int, int] = {}
-    for k, g in enumerate(groups):
-        before = {where[s] for i in g for s in pn.lanes_of.get(i, ()) if where.get(s, k) != k}
-        depth[k] = 1 + max((depth[d] for d in before), default=0)
-    return max(depth.values(), default=0)
 
 
 # The orders `_greedy` tries: (None, _) lane-depth order, else (cap, regroup) of `_Filler`

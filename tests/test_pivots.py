@@ -132,24 +132,3 @@ def test_extract_refuses_two_sided_lanes_by_name(tmp_path):
     write_wad(wad, [cm], net)
     with pytest.raises(ExtractError, match="two-sided"):
         extract_wad(wad)
-
-
-def test_a_shallow_plan_is_the_one_with_the_shortest_chain_of_maps(monkeypatch):
-    """mapgen.tiles.chain counts the maps a step's values pass one after the other; with
-    `shallow` the planner takes the plan whose chain is shortest, else the fewest maps."""
-    from dsl.parser import parse
-    from mapgen import tiles as T
-
-    net = parse("input x[2] : 0..3\nneuron a : relu(s=1, max=3) = x[0]\n"
-                "neuron b : relu(s=1, max=6) = x[1] + a\nneuron d : relu(s=1, max=3) = x[1]\n"
-                "neuron c : relu(s=1, max=9) = b + d\noutput c\n")
-    pn = T._Net(net, None)
-    a, b, c, d = (net.by_name(k).id for k in "abcd")
-    assert T.chain(pn, [[a, b, c, d]]) == 1 and T.chain(pn, [[a], [d], [b], [c]]) == 3
-    long, wide = [[a], [b, d], [c]], [[a, b], [d], [c]]   # 3 maps each: chains 3 and 2
-    assert (T.chain(pn, long), T.chain(pn, wide)) == (3, 2)
-    monkeypatch.setattr(T, "_plans", lambda pn, budget: iter([("wide", wide), ("long", long)]))
-    monkeypatch.setattr(T, "_totals", lambda pn, groups: (len(groups[0]) == 2, 0))
-    tiny = T.MapBudget(**{**vars(T.MapBudget()), "dolls": 1})
-    assert T._greedy(pn, tiny) == long             # the fewest lines, as planned
-    assert T._greedy(pn, tiny, shallow=True) == wide
