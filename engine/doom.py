@@ -118,6 +118,11 @@ class LocalEngine:
         self.game = game
         self._buttons = 0
         self._cfgdir = tempfile.mkdtemp(prefix="voodoonet-vzd-")
+        import shutil
+        import weakref
+
+        # removed by close(), or when the engine is collected or the interpreter exits
+        self._rm_cfg = weakref.finalize(self, shutil.rmtree, self._cfgdir, True)
         start_game(game, self._cfgdir, f"{wad}: the engine could not start {map_name}")
 
     # -- lifetime -------------------------------------------------------------------------
@@ -125,8 +130,7 @@ class LocalEngine:
         try:
             self.game.close()
         finally:
-            import shutil
-            shutil.rmtree(self._cfgdir, ignore_errors=True)
+            self._rm_cfg()
 
     def __enter__(self) -> "LocalEngine":
         return self

@@ -154,8 +154,12 @@ def test_readme_has_a_python_snippet():
 
 @pytest.mark.parametrize("code", readme_python_snippets())
 def test_readme_python_snippet(code, tmp_path):
-    env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path),
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "VOODOO_QUIET": "1", "VOODOO_WADS": str(tmp_path), "TMPDIR": str(tmp),
            "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"README snippet failed:\n{code}\n{r.stderr[-3000:]}"
+    # the snippet never calls close(): its temporary directories go at exit all the same
+    assert not [f for f in os.listdir(tmp) if f.startswith("voodoonet-")], os.listdir(tmp)

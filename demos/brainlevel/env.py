@@ -54,7 +54,13 @@ class BrainLevelEnv(gymnasium.Env):
         from . import policy
         from .demo import build_wad
 
+        import shutil
+        import weakref
+
         self._tmp = tempfile.mkdtemp(prefix="voodoonet-brainlevel-")
+        # A script may end without close() (the README's does): the directory goes when
+        # the env is collected or the interpreter exits, all the same.
+        self._rm_tmp = weakref.finalize(self, shutil.rmtree, self._tmp, True)
         path = os.path.join(self._tmp, "brainlevel.wad")
         build_wad(path, policy.load())
         return path
@@ -107,9 +113,7 @@ class BrainLevelEnv(gymnasium.Env):
             self._runner.close()
             self._runner = None
         if self._tmp is not None:
-            import shutil
-
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._rm_tmp()
             self._tmp = None
 
     # -- the map's side ---------------------------------------------------------------------------
