@@ -23,37 +23,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def plane_range(net, n) -> tuple[int, int]:
-    """The values the bus may write to a node's doors (as `_Lowering.gate_lane` takes them)."""
-    if n.is_input:
-        return n.gate.lo, n.gate.hi
-    r = net.value_range[n.id] if n.is_prev else net.acc_range[n.id]
-    return r.lo, r.hi
+def _stairs_of(low) -> dict[int, list[int]]:
+    """Each lane node of the lowered netlist -> its doors' thresholds (circuit.staircase
+    over circuit.plane_range, as the lowering builds them)."""
+    from dsl.ir import Identity, Spike
+    from mapgen.circuit import plane_range, staircase
+
+    out = {}
+    for n in low.nodes:
+        if not isinstance(n.gate, (Identity, Spike)):
+            ths = [t for t, _ in staircase(n.gate, *plane_range(low, n))[1]]
+            if ths:
+                out[n.id] = ths
+    return out
+
+
+def _passes(low, stairs: dict[int, list[int]], seq: list) -> dict[int, int]:
+    """Doors passed over one run of the lowered netlist, by node id. A lane's plane is its
+    accumulator; an input's its value; a prev node's the value its node ended the step
+    before with."""
+    from dsl.reference import evaluate
+
+    res = evaluate(low, [seq])
+    nodes = low.nodes
+    return {i: sum(bisect.bisect_right(ths, int(v)) for v in
+                   (res.value if nodes[i].is_input or nodes[i].is_prev else res.acc)[0, :, i])
+            for i, ths in stairs.items()}
 
 
 def crossings(net, seq: list) -> dict[int, int]:
     """Doors passed over the run `seq`, by node id of the lowered netlist (lower_products),
-    as mapgen.circuit.simulate counts them. A lane's plane is its accumulator; an input's
-    its value; a prev node's the value its node ended the step before with."""
-    from dsl.ir import Identity, Spike
+    as mapgen.circuit.simulate counts them."""
     from dsl.lower import lower_products
-    from dsl.reference import evaluate
-    from mapgen.circuit import staircase
 
     low = lower_products(net)
-    res = evaluate(low, [seq])
-    out: dict[int, int] = {}
-    for n in low.nodes:
-        if isinstance(n.gate, (Identity, Spike)):
-            continue
-        lo, hi = plane_range(low, n)
-        _, doors = staircase(n.gate, lo, hi)
-        if not doors:
-            continue
-        ths = [t for t, _ in doors]
-        planes = res.value if n.is_input or n.is_prev else res.acc
-        out[n.id] = sum(bisect.bisect_right(ths, int(v)) for v in planes[0, :, n.id])
-    return out
+    return _passes(low, _stairs_of(low), seq)
 
 
 def kind_of(node) -> str:
@@ -65,20 +69,20 @@ def kind_of(node) -> str:
     return f"{gate} {stem}"
 
 
-def census(net, seq: list) -> list[tuple[str, int, int, int]]:
-    """(kind, lanes, doors, crossings over the run), the most crossed first."""
+def census(net, runs: list) -> list[tuple[str, int, int, int]]:
+    """(kind, lanes, doors, crossings over the runs), the most crossed first."""
     from dsl.lower import lower_products
-    from mapgen.circuit import staircase
 
     low = lower_products(net)
-    passed = crossings(net, seq)
+    stairs = _stairs_of(low)
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for nid, c in passed.items():
-        n = low.nodes[nid]
-        r = rows[kind_of(n)]
+    for nid, ths in stairs.items():
+        r = rows[kind_of(low.nodes[nid])]
         r[0] += 1
-        r[1] += len(staircase(n.gate, *plane_range(low, n))[1])
-        r[2] += c
+        r[1] += len(ths)
+    for seq in runs:
+        for nid, c in _passes(low, stairs, seq).items():
+            rows[kind_of(low.nodes[nid])][2] += c
     return sorted(((k, *v) for k, v in rows.items()), key=lambda r: -r[3])
 
 
@@ -116,7 +120,8 @@ def main(argv=None) -> int:
     if bool(args.dnet) == bool(args.config):
         p.error("give a .dnet or --config, not both")
     net, seq, what = subject(args)
-    rows = census(net, seq) if net.multi_step else _per_input(net, seq)
+    # a run of steps, or each feed-forward input its own one-step run
+    rows = census(net, [seq] if net.multi_step else [[x] for x in seq])
     steps = len(seq)
     total = sum(r[3] for r in rows)
     print(f"{net.name}: {what}, door crossings per step by kind of node")
@@ -128,16 +133,6 @@ def main(argv=None) -> int:
     print(f"crossings: {total / steps:,.0f} a step ({lanes:,} lanes, {doors:,} doors); "
           f"the largest: {big}")
     return 0
-
-
-def _per_input(net, runs: list) -> list:
-    """A feed-forward net's census over several inputs: each input its own one-step run."""
-    rows: dict[str, list[int]] = {}
-    for x in runs:
-        for k, lanes, doors, c in census(net, [x]):
-            r = rows.setdefault(k, [lanes, doors, 0])
-            r[2] += c
-    return sorted(((k, *v) for k, v in rows.items()), key=lambda r: -r[3])
 
 
 if __name__ == "__main__":

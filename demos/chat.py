@@ -153,7 +153,7 @@ def calibrated_pivots(net, cfg) -> dict[str, int]:
     from dsl.ir import Lut
     from dsl.lower import lower_products
     from dsl.sequence import reference_run
-    from mapgen.circuit import staircase
+    from mapgen.circuit import plane_range, staircase
 
     low = lower_products(net)
     ids = [n.id for n in low.nodes if n.is_prev or isinstance(n.gate, Lut)]
@@ -166,8 +166,7 @@ def calibrated_pivots(net, cfg) -> dict[str, int]:
     out = {}
     for i, col in zip(ids, planes.T):
         n, p = low.nodes[i], int(np.floor(np.median(col)))
-        r = low.value_range[i] if n.is_prev else low.acc_range[i]
-        ths = [t for t, _ in staircase(n.gate, r.lo, r.hi)[1]]
+        ths = [t for t, _ in staircase(n.gate, *plane_range(low, n))[1]]
         k = np.searchsorted(ths, col, side="right")
         if (k.sum() - np.abs(k - np.searchsorted(ths, p, side="right")).sum()) \
                 >= MIN_SAVED * len(col):

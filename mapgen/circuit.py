@@ -155,6 +155,16 @@ def _door_count(gate, lo: int, hi: int) -> int:
     return hi - lo
 
 
+def plane_range(net: Netlist, n) -> tuple[int, int]:
+    """The values the bus may write to a gated node's doors: an input's range, a prev
+    node's value range (it copies the value its node ended the step before with), else the
+    accumulator's range."""
+    if n.is_input:
+        return n.gate.lo, n.gate.hi
+    r = net.value_range[n.id] if n.is_prev else net.acc_range[n.id]
+    return r.lo, r.hi
+
+
 def pivot_of(net: Netlist, n, const: int, pivots) -> int | None:
     """The pivot of node n's two-sided lane (`_Lowering.plan_pivots`), or None for one
     lane. `pivots`: True gives a lookup its accumulator's constant (`const`: the bias
@@ -168,10 +178,10 @@ def pivot_of(net: Netlist, n, const: int, pivots) -> int | None:
         p = pivots.get(n.name)
     else:
         p = 0 if n.is_prev else const
-    r = net.value_range[n.id] if n.is_prev else net.acc_range[n.id]
-    if p is None or _door_count(n.gate, r.lo, r.hi) > P.MAX_DOORS:
+    lo, hi = plane_range(net, n)
+    if p is None or _door_count(n.gate, lo, hi) > P.MAX_DOORS:
         return None
-    return p if any(t <= p for t, _ in staircase(n.gate, r.lo, r.hi)[1]) else None
+    return p if any(t <= p for t, _ in staircase(n.gate, lo, hi)[1]) else None
 
 
 def sides(steps: list[tuple[int, int]], p: int | None) -> tuple[list, list]:
@@ -395,17 +405,13 @@ class _Lowering:
 
     def gate_lane(self, n, phase: int, bad: list[Diagnostic]) -> None:
         """An input's or a relu/step/lut node's staircase of doors."""
+        plo, phi = plane_range(self.net, n)
         if n.is_input:
-            plo, phi = n.gate.lo, n.gate.hi
             source = ("input", self.net.inputs.index(n.id))
         elif n.is_prev:
             # Read from the light that holds its node's value at the end of a step.
-            r = self.net.value_range[n.id]
-            plo, phi = r.lo, r.hi
             source = ("state", self.value_light[n.gate.src])
         else:
-            a = self.net.acc_range[n.id]
-            plo, phi = a.lo, a.hi
             source = ("light", self.acc_light[n.id])
         if _door_count(n.gate, plo, phi) > P.MAX_DOORS:
             bad.append(_too_many_doors(n, plo, phi, "lane",
@@ -416,21 +422,18 @@ class _Lowering:
         base, steps = staircase(n.gate, plo, phi)
         fed = self.net.feedback.get(n.id)
         feedback = None if fed is None else self.value_light[fed]
-        if n.id not in self.pivot:
-            self.base_of[n.id], self.phase_of[n.id] = base, phase
-            if steps:
-                self.lanes.append(Lane(n.id, phase, self._doors(n, steps, bad), base, plo, phi,
-                                       source, feedback=feedback))
-            return
-        # Two-sided (plan_pivots): the value at the pivot is the base of both lanes.
-        up, down = sides(steps, self.pivot[n.id])
+        # Two-sided (plan_pivots) or not (no doors down): the value at the pivot is the
+        # base of both lanes.
+        up, down = sides(steps, self.pivot.get(n.id))
         at_pivot = base - sum(d for _, d in down)
         self.base_of[n.id], self.phase_of[n.id] = at_pivot, phase
-        mirror = (source[0], self.neg[source[1]])
-        for side, src, lo, hi in ((up, source, plo, phi), (down, mirror, -phi, -plo)):
-            if side:
-                self.lanes.append(Lane(n.id, phase, self._doors(n, side, bad), at_pivot, lo, hi,
-                                       src, feedback=feedback, negated=src is mirror))
+        if up:
+            self.lanes.append(Lane(n.id, phase, self._doors(n, up, bad), at_pivot, plo, phi,
+                                   source, feedback=feedback))
+        if down:
+            self.lanes.append(Lane(n.id, phase, self._doors(n, down, bad), at_pivot, -phi, -plo,
+                                   (source[0], self.neg[source[1]]), feedback=feedback,
+                                   negated=True))
 
     def _doors(self, n, steps: list[tuple[int, int]], bad: list[Diagnostic]) -> list[Door]:
         """A staircase's doors: each adds its step to the node's value light (and that
@@ -518,11 +521,11 @@ class _Lowering:
               for l in self.lights}
         # The two sides of a pivoted node never both ride doors (its value is above the
         # pivot or not): their swings combine as the larger, not the sum.
-        sides: dict[int, list[dict[int, tuple[int, int]]]] = {}
+        two_sided: dict[int, list[dict[int, tuple[int, int]]]] = {}
         for lane in self.lanes:
             swing = _swing(lane)
             if lane.node in self.pivot and lane.role == "gate":
-                side = sides.setdefault(lane.node, [{}, {}])[lane.negated]
+                side = two_sided.setdefault(lane.node, [{}, {}])[lane.negated]
                 for t, (a, b) in swing.items():
                     a0, b0 = side.get(t, (0, 0))
                     side[t] = (a0 + a, b0 + b)  # sub-lanes of one side ride together
@@ -530,7 +533,7 @@ class _Lowering:
             for t, (a, b) in swing.items():
                 lo[t] += a
                 hi[t] += b
-        for up, down in sides.values():
+        for up, down in two_sided.values():
             for t in set(up) | set(down):
                 lo[t] += min(up.get(t, (0, 0))[0], down.get(t, (0, 0))[0])
                 hi[t] += max(up.get(t, (0, 0))[1], down.get(t, (0, 0))[1])

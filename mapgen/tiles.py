@@ -241,11 +241,8 @@ class _Net:
         n = self.net.nodes[s]
         if s not in self.pivot or not n.is_prev:   # a value handed on: an input lane
             return [self.in_shape(s)]
-        from .circuit import sides, staircase
-
         r = self.net.value_range[s]
-        steps = staircase(n.gate, r.lo, r.hi)[1]
-        return [(len(st), 4 + 2 * len(st)) for st in sides(steps, self.pivot[s]) if st]
+        return _sided_stairs(n.gate, r.lo, r.hi, self.pivot[s])
 
 
 def _lanes_cost(lanes: list[tuple]) -> tuple[int, int, int, int, int, int]:
@@ -260,16 +257,24 @@ def _own_stairs(net: Netlist, n: Node, pivot: int | None = None) -> list[tuple[i
     for each, on the high side) the clock doll."""
     from dsl.ir import Spike
 
-    from .circuit import _leak_doors, sides, staircase
+    from .circuit import _leak_doors
 
     if pivot is not None:
-        steps = staircase(n.gate, *net.acc_range[n.id])[1]
-        return [(len(st), 4 + 2 * len(st)) for st in sides(steps, pivot) if st]
+        return _sided_stairs(n.gate, *net.acc_range[n.id], pivot)
     if not isinstance(n.gate, Spike):
         return [_stairs(n.gate, *net.acc_range[n.id])]
     st = net.state_range[n.id]
     leak = _leak_doors(n.gate.leak, st.lo, st.hi)
     return [(1, 6), (leak, 4 + 2 * leak), (1, 6)]   # leak doors are one level apart
+
+
+def _sided_stairs(gate, lo: int, hi: int, pivot: int) -> list[tuple[int, int]]:
+    """(doors, sectors) of each side of a two-sided lane (circuit.sides), counted without
+    ramp stairs: the gliding maps that pivot climb each rise in one step."""
+    from .circuit import sides, staircase
+
+    steps = staircase(gate, lo, hi)[1]
+    return [(len(st), 4 + 2 * len(st)) for st in sides(steps, pivot) if st]
 
 
 def _stairs(gate, lo: int, hi: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from mapgen.circuit import lower, simulate
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import crossings as C  # noqa: E402
+from test_circuit import check_lowered_run  # noqa: E402
 
 
 def _random_pivots(net, rng) -> dict[str, int]:
@@ -29,17 +30,6 @@ def _random_pivots(net, rng) -> dict[str, int]:
             r = low.value_range[n.id] if n.is_prev else low.acc_range[n.id]
             out[n.name] = rng.randint(r.lo - 2, r.hi + 2)
     return out
-
-
-def _check_run(c, seq):
-    res = evaluate(c.net, [seq])
-    state = None
-    for t, x in enumerate(seq):
-        state = simulate(c, x, state)
-        for n in c.net.nodes:
-            assert state[c.value_light[n.id]] == res.value[0, t, n.id], (t, n.name)
-        for light in c.lights:
-            assert light.lo <= state[light.tag] <= light.hi, (t, light)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -55,7 +45,7 @@ def test_any_pivot_computes_what_one_lane_does(seed):
     c = lower(net, pivots=_random_pivots(net, rng), split=seed % 3 == 0)
     assert any(lane.negated for lane in c.lanes)
     for seq in seqs:
-        _check_run(c, seq)
+        check_lowered_run(c, seq)
 
 
 def test_a_pivot_at_the_constant_cuts_a_symmetric_lookup_s_crossings():
