@@ -31,6 +31,7 @@ from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import carry as carry_model
 from . import physics as P
+from .tags import place as place_tags
 
 
 @dataclass
@@ -210,7 +211,7 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
           door_budget: int | None = None, carry: str = "glide",
           steep: bool | None = None, split: bool = True, chains: bool | None = None,
-          pivots: bool | dict[str, int] = False) -> Circuit:
+          pivots: bool | dict[str, int] = False, place: bool | None = None) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
@@ -221,7 +222,9 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     short hash chains (value lights in the cold buckets, group tags in bucket order); by
     default on, off for the conveyor geometry, which keeps the placement it had (the old
     way, whole, for bench/speed.py). `pivots`: two-sided lanes (`_Lowering.plan_pivots`):
-    True for the default pivots, or {node name: pivot} (`pivot_of`)."""
+    True for the default pivots, or {node name: pivot} (`pivot_of`). `place`: tags renumbered
+    into the hash buckets where they walk the least (mapgen/tags.py); by default with
+    `chains` (False: the cold buckets of stop 42, which `modding/extract` still reads)."""
     chains = carry != "conveyor" if chains is None else chains
     lw = _Lowering(lower_products(net), first_tag, chains)
     lw.make_lights()
@@ -245,6 +248,8 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
         lane.door_tag = lw.new_tag(cold=True)
     for k, lane in enumerate(lw.lanes):
         lane.tid = 1000 + k
+    if chains if place is None else place:
+        place_tags(circuit, first_tag)
     return circuit
 
 

@@ -149,7 +149,7 @@ def test_tags_are_placed_for_short_hash_chains():
     from mapgen import physics as P
     from mapgen.circuit import bucket_order
 
-    c = lower(mlp(3, [6, 12, 8, 3], weight=2))
+    c = lower(mlp(3, [6, 12, 8, 3], weight=2), place=False)
     assert c.groups, "the test needs weight groups"
     assert any(len(l.groups) > 1 for l in c.lights)
     for light in c.lights:
@@ -161,3 +161,35 @@ def test_tags_are_placed_for_short_hash_chains():
                                                                      True, True, False]
     assert sorted(bucket_order(t) for t in (300, 44, 556, 45)) == [(44, 44), (44, 300),
                                                                     (44, 556), (45, 45)]
+
+
+def test_tags_are_placed_where_they_walk_least():
+    """By default (mapgen/tags.py) every tag is renumbered into the bucket where it adds the
+    least to (walks a step) x (entries walked): the same machine, fewer entries walked."""
+    import random
+
+    from mapgen import physics as P
+    from mapgen import tags
+    from mapgen.circuit import bucket_order
+
+    net = mlp(3, [6, 12, 8, 3], weight=2)
+    for first in (1, 700):
+        cold, placed = lower(net, first_tag=first, place=False), lower(net, first_tag=first)
+        e0, w0 = tags.load(cold)
+        e1, w1 = tags.load(placed)
+        assert sorted(e0.values()) == sorted(e1.values())
+        assert sorted(w0.values()) == sorted(w1.values())
+        assert tags.walk_cost(e1, w1) < tags.walk_cost(e0, w0)
+        every = set(e1) | set(w1)
+        assert len(every) == len(set(e0) | set(w0))
+        assert all(first <= t <= P.MAX_TAG - tags.RESERVED for t in every)
+        for light in placed.lights:
+            assert light.groups == sorted(light.groups, key=bucket_order)
+        rng = random.Random(first)
+        for _ in range(5):
+            x = [rng.randint(0, 3) for _ in net.inputs]
+            a, b = simulate(cold, x), simulate(placed, x)
+            for n in net.nodes:
+                if n.id in cold.acc_light:
+                    assert a[cold.acc_light[n.id]] == b[placed.acc_light[n.id]]
+                    assert a[cold.value_light[n.id]] == b[placed.value_light[n.id]]
