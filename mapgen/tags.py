@@ -9,7 +9,7 @@ group: its members; a lane's door tag: its doors) and its walks a step (a light:
 reset, the copies that read it and the lines that add to it; a group: its lines; a door
 tag: the one write of its doors), and is put, largest first, in the bucket where it adds
 the least. A door's lines count as walked with the chance that a value uniform over its
-lane's plane range reaches the door.
+lane's thresholds reaches the door.
 
 The map of stop 42's micro:bit size spent a third of its CPU in that walk: its 8,662 door
 tags (27,016 door sectors) sat in 32 "cold" buckets with the value lights, so each door
@@ -38,28 +38,38 @@ def load(circuit) -> tuple[Counter, Counter]:
         entries[g] += len(members)
         walks[g] += 0
     for lane in circuit.lanes:
-        if lane.door_tag:
-            entries[lane.door_tag] += len(lane.doors)
-            walks[lane.door_tag] += 1              # its doors written once a step
+        walks[lane.door_tag] += 0
+        if not lane.doors:   # no doors, nothing to write or read (and nothing in the map)
+            continue
+        entries[lane.door_tag] += len(lane.doors)
+        walks[lane.door_tag] += 1                  # its doors written once a step
         if lane.source[0] in ("light", "state"):
             walks[lane.source[1]] += 1             # the copy reads its light
         if lane.feedback is not None:
             walks[lane.feedback] += 1
-        for t, _ in lane.prelude + lane.prelude_sets:
+        for t, a in lane.prelude:
+            walks[t] += 1 if a else 0              # (a line adding 0 is not built)
+        for t, _ in lane.prelude_sets:
             walks[t] += 1
-        span = max(1, lane.plane_hi - lane.plane_lo + 1)
+        # From the thresholds alone (a map's extracted netlist must place its tags alike,
+        # and its proven ranges may be tighter): a value uniform from just below the first
+        # door to the last.
+        lo, hi = lane.doors[0].threshold - 1, lane.doors[-1].threshold
         for door in lane.doors:
-            p = min(1.0, max(0.0, (lane.plane_hi - door.threshold + 1) / span))
+            p = (hi - door.threshold + 1) / (hi - lo + 1)
             for t, _ in door.lines + door.sets:
                 walks[t] += p
     return entries, walks
 
 
 def assign(entries: Counter, walks: Counter, first_tag: int) -> dict[int, int] | None:
-    """Old tag -> placed tag (all >= first_tag), or None if they do not fit below MAX_TAG."""
+    """Old tag -> placed tag (all >= first_tag), or None if they do not fit below MAX_TAG.
+    Buckets are counted from first_tag's (r = 0 is tag first_tag, r = 1 first_tag + 1, ...)
+    and ties go to the lowest r: the first tag placed is first_tag itself, so a map's
+    lowest tag tells where its tags start (modding/extract rebuilds a map from it)."""
     n = P.TAG_BUCKETS
     top = P.MAX_TAG - RESERVED
-    cap = np.array([len(range(first_tag + (b - first_tag) % n, top + 1, n)) for b in range(n)])
+    cap = np.array([len(range(first_tag + r, top + 1, n)) for r in range(n)])
     tags = sorted(entries.keys() | walks.keys())
     if len(tags) > cap.sum():
         return None
@@ -73,11 +83,11 @@ def assign(entries: Counter, walks: Counter, first_tag: int) -> dict[int, int] |
         e, f = entries[t], walks[t]
         cost = f * E + e * F
         cost[used >= cap] = np.inf
-        b = int(np.argmin(cost))      # ties: the lowest bucket, so placement is deterministic
-        out[t] = first_tag + (b - first_tag) % n + n * used[b]
-        used[b] += 1
-        E[b] += e
-        F[b] += f
+        r = int(np.argmin(cost))      # ties: the lowest r, so placement is deterministic
+        out[t] = first_tag + r + n * int(used[r])
+        used[r] += 1
+        E[r] += e
+        F[r] += f
     return out
 
 

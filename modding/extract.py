@@ -102,17 +102,25 @@ def nodes_of(m: Machine) -> tuple[list[XNode], list[str]]:
         _weights(m, n, lanes, owner, problems)
     for n in nodes.values():
         _bias(m, n, lanes, nodes)
-    return in_node_order(nodes.values()), problems
+    return in_node_order(nodes.values(), m.reset_order), problems
 
 
-def in_node_order(nodes) -> list[XNode]:
-    """The netlist's node order, read off the tags: the lowering numbers accumulators (and
+def in_node_order(nodes, resets=()) -> list[XNode]:
+    """The netlist's node order: the order in which script 2 resets the lights (the
+    circuit's order of lights, made node by node), where every node has a light there.
+    Else (an edited bus), read off the tags as maps made before tags were placed in hash
+    buckets (mapgen/tags.py) have them: the lowering numbered accumulators (and
     membranes) in node order in the hot buckets and value lights in node order in the cold
     ones (circuit.new_tag), so each kind's tags give one order, and a node with both ties
     the two together. Where they do not decide (an input beside an identity), an input or
     prev node (cold tags only) goes first; the tags either way are the same. A map made
     before value lights were cold has every light in the hot buckets: one order."""
     from mapgen import physics as P
+
+    pos = {t: k for k, t in reversed(list(enumerate(resets)))}
+    nodes = list(nodes)
+    if all(any(t in pos for t in n.tags) for n in nodes):
+        return sorted(nodes, key=lambda n: (min(pos[t] for t in n.tags if t in pos), n.name))
 
     def order(cold: bool) -> list[XNode]:
         keyed = [(min(ts), n.name, n) for n in nodes
@@ -624,19 +632,21 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
     has = {(s, n.name) for n in net.nodes for s in (net.nodes[i].name for i in n.weights)}
     # Which connections have a line of their own is a layout choice the .dnet does not
     # carry: the ones the amounts reveal, else every connection not in a weight group.
-    # Maps built before tags were placed for short hash chains (circuit.lower's `chains`)
-    # have value lights in the weight groups' buckets (as a map whose cold buckets ran out
-    # may): for them the old layout is tried too, first.
-    new = all(P.cold(t) for t, l in m.lights.items() if l.role == "value")
-    layouts = (True,) if new else (False, True)
+    # Tags are placed in hash buckets (mapgen/tags.py) since stop 43. Maps built before
+    # have every value light in the cold buckets (stop 42: `place=False`), or, older
+    # still, tags in node order (`chains=False`): those layouts are tried after.
+    old = ({"chains": True, "place": False}
+           if all(P.cold(t) for t, l in m.lights.items() if l.role == "value")
+           else {"chains": False})
+    layouts = ({"chains": True}, old)
     shown = None   # the difference reported: the map's own layout, every solo line
-    for chains, solo in itertools.product(layouts, (solo_lines(m), solo_lines(m, every=True))):
+    for how, solo in itertools.product(layouts, (solo_lines(m), solo_lines(m, every=True))):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
         # above its host map's).
-        c = lower(net, first_tag=min([*m.lights, *(l.door_tag for l in m.lanes if l.door_tag)],
-                                     default=1),
+        c = lower(net, first_tag=min([*m.lights, *m.groups,
+                                      *(l.door_tag for l in m.lanes if l.door_tag)], default=1),
                   solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has},
-                  chains=chains)
+                  **how)
         for k, lane in enumerate(c.lanes):
             lane.tid = min((l.tid for l in m.lanes), default=1000) + k
         again = from_circuit(c, net.steps)
@@ -644,7 +654,7 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
             l.name = back.get(l.name, l.name)
         if again.same_as(m):
             return None
-        if chains == layouts[0]:
+        if how is layouts[0]:
             shown = again
     return first_difference(m, shown)
 

@@ -123,6 +123,9 @@ class Machine:
     # Door tags the bus writes that no doll's chain of sectors reaches (an edit broke the
     # lane): door tag -> (source, [(sector, x, y), ...]). Not compared: a reader's finding.
     stray_doors: dict[int, tuple] = field(default_factory=dict)
+    # Light tags in the order script 2 resets them, which is the circuit's order of lights,
+    # so the netlist's node order (modding/extract). Not compared.
+    reset_order: list[int] = field(default_factory=list)
 
     def key(self):
         return (sorted(l.key() for l in self.lights.values()), [l.key() for l in self.lanes],
@@ -208,7 +211,7 @@ def from_map(tm: TextMap, behavior: bytes | None, where: str = "MAP01",
                 bus["n_inputs"], steps, bus["phase_tics"], bus["writes"], bus["speeds"],
                 bus["parks"], open=bool(info and info.get("open")), inits=bus["inits"],
                 done=done if isinstance(done, int) else None,
-                stray_doors=_stray_doors(tm, bus, lanes))
+                stray_doors=_stray_doors(tm, bus, lanes), reset_order=list(bus["reset"]))
     return m
 
 

@@ -183,6 +183,7 @@ def test_tags_are_placed_where_they_walk_least():
         every = set(e1) | set(w1)
         assert len(every) == len(set(e0) | set(w0))
         assert all(first <= t <= P.MAX_TAG - tags.RESERVED for t in every)
+        assert min(every) == first    # modding/extract finds where a map's tags start
         for light in placed.lights:
             assert light.groups == sorted(light.groups, key=bucket_order)
         rng = random.Random(first)
