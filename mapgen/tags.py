@@ -7,14 +7,15 @@ step costs about sum over buckets of (walks into the bucket) x (entries in it), 
 tags are placed to make that small: each tag has its entries (a light: its sector; a weight
 group: its members; a lane's door tag: its doors) and its walks a step (a light: its
 reset, the copies that read it and the lines that add to it; a group: its lines; a door
-tag: the one write of its doors), and is put, largest first, in the bucket where it adds
-the least. A door's lines count as walked with the chance that a value uniform over its
-lane's thresholds reaches the door.
+tag: the one write of its doors); starting from the buckets the lowering gave them, each
+tag moves, largest first, to the bucket where it adds the least, pass after pass. A
+door's lines count as walked with the chance that a value uniform over its lane's
+thresholds reaches the door: from the structure alone, no input distribution.
 
 The map of stop 42's micro:bit size spent a third of its CPU in that walk: its 8,662 door
 tags (27,016 door sectors) sat in 32 "cold" buckets with the value lights, so each door
-a doll passed walked a chain of 750 entries for its value line. Placed, a walk averages
-about a third as long (`python bench/speed.py --only microbit --quick`, docs/physics.md).
+a doll passed walked a chain of 750 entries for its value line (docs/physics.md, "The
+micro:bit size").
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import numpy as np
 from . import physics as P
 
 RESERVED = 1024   # tags above the circuit's own, for the map around it (conveyor, controls)
+PASSES = 12       # of the local search (`assign`), at most
+SETTLED = 0.005   # a pass that gains less than this share of the cost is the last
 
 
 def load(circuit) -> tuple[Counter, Counter]:
@@ -64,30 +67,54 @@ def load(circuit) -> tuple[Counter, Counter]:
 
 def assign(entries: Counter, walks: Counter, first_tag: int) -> dict[int, int] | None:
     """Old tag -> placed tag (all >= first_tag), or None if they do not fit below MAX_TAG.
-    Buckets are counted from first_tag's (r = 0 is tag first_tag, r = 1 first_tag + 1, ...)
-    and ties go to the lowest r: the first tag placed is first_tag itself, so a map's
-    lowest tag tells where its tags start (modding/extract rebuilds a map from it)."""
+
+    A local search: from the buckets the lowering numbered the tags into (value lights and
+    door tags in the cold ones), each tag in turn, largest load first, moves to the bucket
+    where it adds least to sum(walks x entries), and the passes stop once one gains less
+    than SETTLED of the cost. So the placement never costs more than the lowering's own, by
+    this count. Buckets are counted from first_tag's (r = 0 holds first_tag); the lowest tag
+    stays there and keeps its number, so a map's lowest tag tells where its tags start
+    (modding/extract rebuilds a map from it); in a bucket, tags keep their order."""
     n = P.TAG_BUCKETS
-    top = P.MAX_TAG - RESERVED
-    cap = np.array([len(range(first_tag + r, top + 1, n)) for r in range(n)])
     tags = sorted(entries.keys() | walks.keys())
-    if len(tags) > cap.sum():
+    if not tags:
+        return {}
+    cap = np.array([len(range(first_tag + r, P.MAX_TAG - RESERVED + 1, n)) for r in range(n)])
+    e = np.array([entries[t] for t in tags], dtype=float)
+    f = np.array([walks[t] for t in tags], dtype=float)
+    r = np.array([(t - first_tag) % n for t in tags])
+    r[0] = 0
+    used = np.bincount(r, minlength=n)
+    E = np.bincount(r, weights=e, minlength=n)
+    F = np.bincount(r, weights=f, minlength=n)
+    order = np.argsort(-(e / max(1.0, e.sum()) + f / max(1.0, f.sum())), kind="stable")
+    cost = float(E @ F)
+    for _ in range(PASSES):
+        for i in order[order != 0]:
+            a, ei, fi = r[i], e[i], f[i]
+            E[a] -= ei
+            F[a] -= fi
+            used[a] -= 1
+            add = ei * F + fi * E
+            add[used >= cap] = np.inf
+            k = int(np.argmin(add))            # ties: the lowest r (deterministic)
+            if not add[k] < add[a] - 1e-9:     # stay unless strictly better
+                k = a
+            r[i] = k
+            E[k] += ei
+            F[k] += fi
+            used[k] += 1
+        now = float(E @ F)
+        settled = cost - now < SETTLED * cost
+        cost = now
+        if settled:
+            break
+    if (used > cap).any():
         return None
-    e_all = max(1, sum(entries.values()))
-    f_all = max(1.0, sum(walks.values()))
-    order = sorted(tags, key=lambda t: (-(entries[t] / e_all + walks[t] / f_all), t))
-    E, F = np.zeros(n), np.zeros(n)
-    used = np.zeros(n, dtype=int)
-    out: dict[int, int] = {}
-    for t in order:
-        e, f = entries[t], walks[t]
-        cost = f * E + e * F
-        cost[used >= cap] = np.inf
-        r = int(np.argmin(cost))      # ties: the lowest r, so placement is deterministic
-        out[t] = first_tag + r + n * int(used[r])
-        used[r] += 1
-        E[r] += e
-        F[r] += f
+    out, count = {}, np.zeros(n, dtype=int)
+    for i, t in enumerate(tags):
+        out[t] = first_tag + int(r[i]) + n * int(count[r[i]])
+        count[r[i]] += 1
     return out
 
 
