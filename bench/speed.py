@@ -7,7 +7,7 @@ nodes by zdbsp), run in the same run, every output compared with the integer ref
                                           # the WADs are cached; the first build is longer)
     python bench/speed.py --quick         # a smaller scale network, fewer samples
     python bench/speed.py --only chat,hello
-    python bench/speed.py --only microbit   # the micro:bit size, 46 maps (new way only: a
+    python bench/speed.py --only microbit   # the micro:bit size, 45 maps (new way only: a
                                           # first build is about 20 minutes)
 
 The CNN reads held-out MNIST digits (mostly blank, as digits are); the other subjects
@@ -232,7 +232,7 @@ def chat(how: dict, tmp: str, steps: int) -> Run:
 
 
 def microbit(tmp: str, steps: int) -> Run:
-    """The micro:bit size (docs/chat.md: 46 maps, each in its own engine) answering `hi`:
+    """The micro:bit size (docs/chat.md: 45 maps, each in its own engine) answering `hi`:
     the maps of a step run one after the other (step t + 1 reads the character step t
     chose), so a step's wall time is theirs summed; engine CPU is summed over the engines.
     Every value that crosses maps and every output is compared with the reference."""
