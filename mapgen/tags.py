@@ -41,11 +41,13 @@ def load(circuit) -> tuple[Counter, Counter]:
         entries[g] += len(members)
         walks[g] += 0
     for lane in circuit.lanes:
-        walks[lane.door_tag] += 0
+        if lane.door_tag:    # (0: no tag yet, nothing to place)
+            walks[lane.door_tag] += 0
         if not lane.doors:   # no doors, nothing to write or read (and nothing in the map)
             continue
-        entries[lane.door_tag] += len(lane.doors)
-        walks[lane.door_tag] += 1                  # its doors written once a step
+        if lane.door_tag:
+            entries[lane.door_tag] += len(lane.doors)
+            walks[lane.door_tag] += 1              # its doors written once a step
         if lane.source[0] in ("light", "state"):
             walks[lane.source[1]] += 1             # the copy reads its light
         if lane.feedback is not None:
