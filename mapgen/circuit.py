@@ -31,6 +31,7 @@ from dsl.diagnostics import CompileError, Diagnostic, Pos
 
 from . import carry as carry_model
 from . import physics as P
+from .tags import bucket_order
 from .tags import place as place_tags
 
 
@@ -212,7 +213,8 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
           door_budget: int | None = None, carry: str = "glide",
           steep: bool | None = None, split: bool = True, chains: bool | None = None,
           pivots: bool | dict[str, int] = False, place: bool | None = None) -> Circuit:
-    """Netlist -> Circuit. Tags are numbered from first_tag in node order (deterministic).
+    """Netlist -> Circuit. Tags are numbered from first_tag in node order, then placed in
+    hash buckets (`place`), both deterministic.
     Connections named in `solo` (source name, destination name) get a line of their own,
     outside any weight group, so that a map can rewire that one connection. With a
     `door_budget`, staircases longer than that are split into parallel sub-lanes
@@ -607,11 +609,6 @@ def _swing(lane: Lane) -> dict[int, tuple[int, int]]:
         a, b = out.get(t, (0, 0))
         out[t] = (min(a, running[t]), max(b, running[t]))
     return out
-
-
-def bucket_order(tag: int) -> tuple[int, int]:
-    """Tags in the order of the engine's tag-hash buckets (tag % 256), then by number."""
-    return tag % P.TAG_BUCKETS, tag
 
 
 def simulate(circuit: Circuit, x, state: dict[int, int] | None = None,

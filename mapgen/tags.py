@@ -30,6 +30,11 @@ PASSES = 12       # of the local search (`assign`), at most
 SETTLED = 0.005   # a pass that gains less than this share of the cost is the last
 
 
+def bucket_order(tag: int) -> tuple[int, int]:
+    """Tags in the order of the engine's tag-hash buckets (tag % 256), then by number."""
+    return tag % P.TAG_BUCKETS, tag
+
+
 def load(circuit) -> tuple[Counter, Counter]:
     """Entries and expected walks a step of every tag of the circuit."""
     entries: Counter = Counter()
@@ -39,15 +44,12 @@ def load(circuit) -> tuple[Counter, Counter]:
         walks[light.tag] += 1                      # its reset
     for g, members in circuit.groups.items():
         entries[g] += len(members)
-        walks[g] += 0
     for lane in circuit.lanes:
         if lane.door_tag:    # (0: no tag yet, nothing to place)
-            walks[lane.door_tag] += 0
+            entries[lane.door_tag] += len(lane.doors)
+            walks[lane.door_tag] += 1 if lane.doors else 0   # its doors written once a step
         if not lane.doors:   # no doors, nothing to write or read (and nothing in the map)
             continue
-        if lane.door_tag:
-            entries[lane.door_tag] += len(lane.doors)
-            walks[lane.door_tag] += 1              # its doors written once a step
         if lane.source[0] in ("light", "state"):
             walks[lane.source[1]] += 1             # the copy reads its light
         if lane.feedback is not None:
@@ -127,7 +129,7 @@ def place(circuit, first_tag: int) -> None:
         return
     for light in circuit.lights:
         light.tag = m[light.tag]
-        light.groups = sorted((m[g] for g in light.groups), key=lambda t: (t % P.TAG_BUCKETS, t))
+        light.groups = sorted((m[g] for g in light.groups), key=bucket_order)
     circuit.groups = {m[g]: [m[t] for t in members] for g, members in circuit.groups.items()}
     circuit.acc_light = {k: m[t] for k, t in circuit.acc_light.items()}
     circuit.value_light = {k: m[t] for k, t in circuit.value_light.items()}

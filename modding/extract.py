@@ -117,7 +117,7 @@ def in_node_order(nodes, resets=()) -> list[XNode]:
     before value lights were cold has every light in the hot buckets: one order."""
     from mapgen import physics as P
 
-    pos = {t: k for k, t in reversed(list(enumerate(resets)))}
+    pos = {t: k for k, t in enumerate(resets)}   # (tags once each: the bus's reset dict)
     nodes = list(nodes)
     if all(any(t in pos for t in n.tags) for n in nodes):
         return sorted(nodes, key=lambda n: (min(pos[t] for t in n.tags if t in pos), n.name))
