@@ -140,11 +140,14 @@ class MapRunner:
         return self._acknowledged(calls, self.info["pipeline"]["batch_script"], (n,), tics,
                                   f"a batch of {n} beats")
 
-    def infer(self, x, first: bool = False, fed: bool = False) -> list[int]:
+    def infer(self, x, first: bool = False, fed: bool = False, hand=None) -> list[int]:
         """One inference (one time step); returns the output values in declared order.
         `first` begins a new sequence: spiking membranes go back to their initial level,
         prev lanes to their init. `fed`: the fed-back inputs take their nodes' values of the
-        step before, in the map (their entries in x are not used)."""
+        step before, in the map (their entries in x are not used). `hand({name: value})`
+        is called with each batch of outputs as soon as the map has them final, while it
+        still rides (maps built with hand_on in their manifest; others call it once, at the
+        end): a tiled run starts the maps that take them then."""
         info = self.info
         fb = info.get("feedback") or []
         if fed and not fb:
@@ -153,25 +156,63 @@ class MapRunner:
             x = [lo if name in fb else v for name, v, (lo, _)
                  in zip(info["inputs"], x, info["input_ranges"])]
         x = self._checked(x)
-        vals = self._step(x, info["fed_script"] if fed else info["infer_script"],
-                          info["inference_tics"], first)
-        if info["outputs"]:
-            return vals[:len(info["outputs"])]
-        everything = self.read_all()
-        return [everything[f"value:{name}"] for name in info["all_outputs"]]
+        script = info["fed_script"] if fed else info["infer_script"]
+        if hand is not None and info.get("hand_on"):
+            return self._handing(x, script, first, hand)
+        vals = self._step(x, script, info["inference_tics"], first)
+        out = vals[:len(info["outputs"])] if info["outputs"] else self.read_outputs()
+        if hand is not None:
+            hand(dict(zip(info["all_outputs"], out)))
+        return out
+
+    def _handing(self, x: list[int], script: int, first: bool, hand) -> list[int]:
+        """`infer` reading the output batches mid-step, each once its hand_on tic has
+        passed (the inference goes on meanwhile), then the rest of the step and its ack."""
+        info = self.info
+        wanted = {f"value:{name}": name for name in info["all_outputs"]}
+        self.seq += 1
+        self.engine.puke_many(input_calls(info, x, first) + [(script, self.seq)])
+        at, got = 0, {}
+        for batch, tic in zip(info["read_batches"], info["hand_on"]):
+            self.engine.advance(tic - at)
+            at = max(at, tic) + 1
+            mine = {wanted[lab]: v for lab, v in self._read_batch(batch).items()
+                    if lab in wanted}
+            got.update(mine)
+            hand(mine)
+        self.engine.advance(info["inference_tics"] + 1 - at)
+        self.tics += info["inference_tics"] + 1
+        ack = self.engine.user(info["ack_var"])
+        if ack != self.seq:
+            raise EngineError(f"{self.wad}: step {self.seq} ({script}) did not finish in its "
+                              f"predicted {info['inference_tics']} tics (ack {ack})")
+        return [got[name] for name in info["all_outputs"]]
+
+    def _read_batch(self, batch: dict) -> dict[str, int]:
+        """One read script's lights by label (one tic, one round trip)."""
+        self.token += 1
+        vals = self.engine.step([(batch["script"], self.token)], 1)
+        if vals[self.info["read_ack_var"] - 1] != self.token:
+            raise EngineError(f"{self.wad}: read script {batch['script']} did not run")
+        return dict(zip(batch["labels"], vals))
+
+    def read_outputs(self) -> list[int]:
+        """The outputs after an inference, in declared order: the read batches that hold
+        them (the first ones, in maps with hand_on; every batch in older maps)."""
+        info = self.info
+        if "hand_on" in info:
+            got: dict[str, int] = {}
+            for batch in info["read_batches"][:len(info["hand_on"])]:
+                got.update(self._read_batch(batch))
+        else:
+            got = self.read_all()
+        return [got[f"value:{name}"] for name in info["all_outputs"]]
 
     def read_all(self) -> dict[str, int]:
         """Every light of the map, by label ('acc:h[3]', 'value:h[3]'), one batch per tic."""
         out: dict[str, int] = {}
         for batch in self.info["read_batches"]:
-            self.token += 1
-            self.engine.puke(batch["script"], self.token)
-            self.engine.advance(1)
-            if self.engine.user(self.info["read_ack_var"]) != self.token:
-                raise EngineError(f"{self.wad}: read script {batch['script']} did not run")
-            vals = self.engine.users()
-            for label, v in zip(batch["labels"], vals):
-                out[label] = v
+            out.update(self._read_batch(batch))
         return out
 
 

@@ -544,7 +544,8 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     """carry_sequence with every map in its own engine at once: each map runs its steps
     in order as soon as its inputs are there, so while map k+1 works on step t, map k
     already works on step t+1 (unless it reads a value map k+1 hands on at step t: then
-    it waits for it). A thread per map drives its engine (the engine runs in its own
+    it waits for it). A map hands its values on in the middle of a step, each batch once
+    it is final (MapRunner.infer's `hand`): map k+1 may start while map k still rides. A thread per map drives its engine (the engine runs in its own
     process; the thread waits on it). Returns what carry_sequence does, or raises the
     first map's error."""
     import threading
@@ -557,13 +558,17 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
         runner = None if runners is None else runners[k]
         try:
             runner = runner or MapRunner(wad, infos[k], map_name(k))
+            named = dict(zip(runner.info["all_outputs"], tiles[k].outputs))
             for t, row in enumerate(seq):
                 if handed.ended(t):
                     break
                 ins = rules.tile_inputs(k, t, handed.get)
-                out = dict(zip(tiles[k].outputs, runner.infer(ins, first=t == 0,
-                                                              fed=rules.fed(k, row))))
-                handed.put(t, out)
+                # Each batch of values is handed on as soon as the map has it final, so the
+                # maps that take it start while this one still rides.
+                out = dict(zip(tiles[k].outputs, runner.infer(
+                    ins, first=t == 0, fed=rules.fed(k, row),
+                    hand=lambda values, t=t: handed.put(
+                        t, {named[name]: v for name, v in values.items()}))))
                 if rules.done is not None and out.get(rules.done) == 1:
                     handed.end(t)
                 if progress is not None and k == len(tiles) - 1:

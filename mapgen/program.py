@@ -96,6 +96,41 @@ class Schedule:
     writes: list[tuple[int, int]] = field(default_factory=list)  # (tic, door tag) plane writes
     pipeline: "Pipeline | None" = None     # the overlapped schedule, when the net allows one
     carries: list[Carry] = field(default_factory=list)  # what crosses from the step before
+    # per leading read batch (the outputs, by the tic they are final): the tic after which
+    # it may be read, mid-inference
+    hand_on: list[int] = field(default_factory=list)
+
+
+def _read_batches(layout: Layout, outputs: list[tuple[int, str]], phase_end: dict[int, int]
+                  ) -> tuple[list[list[tuple[int, str]]], list[int]]:
+    """Every light by label in batches of READ_SLOTS, the outputs first, in the order they
+    are final; and, for each batch that holds outputs, the tic of the inference after
+    which it may be read: its outputs' last writer phase has ended (the statement that
+    parks that phase's dolls runs at its end tic, after their last crossing; a read script
+    started then runs a tic later). A map of a tiled run hands its values on that early, so
+    the maps that take them start while it still rides (engine/tiled.py)."""
+    c = layout.circuit
+    writers = light_writers(layout)
+
+    def final(tag: int) -> int:
+        # A light no doll writes holds its reset (script tic 1) from the tic after: a read
+        # script in the reset's own tic may run before it.
+        return max((phase_end[p] for p in writers.get(tag, ())), default=RESET_TIC + 1)
+
+    labels = {f"value:{name}" for _, name in outputs}
+    first = sorted(((tag, f"value:{name}") for tag, name in outputs), key=lambda r: final(r[0]))
+    readable = []
+    for n in c.net.nodes:
+        if n.id in c.acc_light and c.acc_light[n.id] != c.value_light.get(n.id):
+            role = c.light(c.acc_light[n.id]).role
+            readable.append((c.acc_light[n.id], f"{role}:{n.name}"))
+        if f"value:{n.name}" not in labels:
+            readable.append((c.value_light[n.id], f"value:{n.name}"))
+    readable = first + readable
+    batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
+    hand_on = [max(final(tag) for tag, _ in first[i:i + READ_SLOTS])
+               for i in range(0, len(first), READ_SLOTS)]
+    return batches, hand_on
 
 
 def door_speed(g) -> tuple[int, int]:
@@ -134,22 +169,18 @@ def plan(layout: Layout) -> Schedule:
     input_batches = [order[i:i + P.PUKE_ARGS] for i in range(0, len(order), P.PUKE_ARGS)]
     names = {n.id: n.name for n in net.nodes}
     outputs = [(c.value_light[o], names[o]) for o in net.outputs]
-    readable = []
-    for n in net.nodes:
-        if n.id in c.acc_light and c.acc_light[n.id] != c.value_light.get(n.id):
-            role = c.light(c.acc_light[n.id]).role
-            readable.append((c.acc_light[n.id], f"{role}:{n.name}"))
-        readable.append((c.value_light[n.id], f"value:{n.name}"))
-    read_batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
     init = INIT_TICS
     # Tic numbering inside an inference: tic 0 runs the pukes; the inference script waits
     # one tic, then each phase parks, writes its doors, waits, releases and waits again.
     tic = 1
     writes = []
+    phase_end = {}
     for ph in phases:
         for i in ph.lanes:
             writes.append((tic, layout.lanes[i].lane.door_tag))
         tic += ph.copy_tics + ph.run_tics
+        phase_end[ph.index] = tic
+    read_batches, hand_on = _read_batches(layout, outputs, phase_end)
     # Before the reset, while the lights still hold the step before: prev lanes and (on fed
     # steps) fed-back inputs get their node's level.
     carries = [Carry(RESET_TIC, 0, i, g.lane.source[1]) for i, g in enumerate(layout.lanes)
@@ -158,7 +189,7 @@ def plan(layout: Layout) -> Schedule:
                 for i, g in enumerate(layout.lanes) if g.lane.feedback is not None]
     sched = Schedule(phases, input_batches, read_batches,
                      outputs if len(outputs) <= READ_SLOTS else [], init, tic,
-                     speeds=speeds, writes=writes, carries=carries)
+                     speeds=speeds, writes=writes, carries=carries, hand_on=hand_on)
     sched.pipeline = plan_pipeline(layout, sched)
     return sched
 
@@ -802,6 +833,10 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "all_outputs": [names[o] for o in c.net.outputs],
         "read_batches": [{"script": read_base(sched) + k, "labels": [lab for _, lab in batch]}
                          for k, batch in enumerate(sched.read_batches)],
+        # The outputs come first in the read batches; those of batch k < len(hand_on) are
+        # final once script 2 (or 6) has run hand_on[k] tics: a read script started after
+        # that many tics of the step reads them while the inference goes on.
+        "hand_on": sched.hand_on,
         "pipeline": None if sched.pipeline is None else {
             "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,
             "ii": sched.pipeline.ii, "lags": sched.pipeline.lags,

@@ -280,11 +280,11 @@ def test_a_map_that_fails_mid_sequence_ends_the_streamed_run(tmp_path, monkeypat
     calls, closed = {}, []
     infer, close = MapRunner.infer, MapRunner.close
 
-    def failing(self, x, first=False, fed=False):
+    def failing(self, x, first=False, fed=False, hand=None):
         n = calls[self.engine.map_name] = calls.get(self.engine.map_name, 0) + 1
         if self.engine.map_name == "MAP02" and n == 6:
             raise EngineError("MAP02: killed for the test")
-        return infer(self, x, first, fed)
+        return infer(self, x, first, fed, hand)
 
     monkeypatch.setattr(MapRunner, "infer", failing)
     monkeypatch.setattr(MapRunner, "close", lambda self: (closed.append(1), close(self)))
@@ -315,7 +315,7 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
 
     span, infer, map02_started = {}, MapRunner.infer, threading.Event()
 
-    def timed(self, x, first=False, fed=False):
+    def timed(self, x, first=False, fed=False, hand=None):
         key = (self.engine.map_name, len([k for k in span if k[0] == self.engine.map_name]))
         if key[0] == "MAP02":
             map02_started.set()
@@ -325,7 +325,7 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
             # that runs the maps one after the other times out here and fails below.
             map02_started.wait(300)
         a = time.monotonic()
-        out = infer(self, x, first, fed)
+        out = infer(self, x, first, fed, hand)
         if self.engine.map_name == "MAP02":
             # MAP02 dawdles over each step, so a streaming run has MAP01 on a later step
             # meanwhile however loaded the machine is (one map after the other never does).
@@ -339,3 +339,36 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
     assert any(t0 > t1 and a0 < b1 and a1 < b0
                for (m1, t1), (a1, b1) in span.items() if m1 == "MAP02"
                for (m0, t0), (a0, b0) in span.items() if m0 == "MAP01")
+
+
+def test_a_map_hands_values_on_while_it_rides(tmp_path):
+    """Outputs are read the tic their last writer's phase has ended (manifest hand_on): 60
+    shallow outputs (two read batches) are final two phases before the deep one, handed on
+    mid-step, and every value handed, early or late, is the reference's."""
+    from dsl.parser import parse
+    from engine.runner import MapRunner
+    from mapgen.compile import compile_netlist, write_wad
+
+    shallow = [f"s{i}" for i in range(60)]
+    text = "network early\ninput a : 0..3\ninput b : 0..3\n" + "".join(
+        f"neuron {s} : step(t={1 + i % 5}) = a + b\n" for i, s in enumerate(shallow)) + (
+        "neuron d1 : relu = a + b - 1\nneuron d2 : relu = d1 - 1\nneuron d3 : relu = d2 - 1\n"
+        f"output {', '.join(shallow)}, d3\n")
+    net = parse(text)
+    cm = compile_netlist(net)
+    info = cm.manifest
+    assert len(info["hand_on"]) == 2 and info["hand_on"][0] < info["hand_on"][1] \
+        == info["inference_tics"]
+    assert info["outputs"] == []                   # more than USER slots: read in batches
+    path = str(tmp_path / "early.wad")
+    write_wad(path, [cm])
+    with MapRunner(path, info) as runner:
+        for x in ([0, 0], [1, 2], [3, 3], [2, 0]):
+            handed, t0 = [], runner.engine.tic()
+            out = runner.infer(x, hand=lambda v: handed.append((runner.engine.tic() - t0, v)))
+            res = evaluate(net, [x])
+            assert out == [int(res.value[0, -1, o]) for o in net.outputs]
+            assert [t for t, _ in handed] == [tic + 1 for tic in info["hand_on"]]
+            assert {k: v for _, vals in handed for k, v in vals.items()} == dict(
+                zip(info["all_outputs"], out))
+            assert runner.read_outputs() == out    # after the step: the same batches
