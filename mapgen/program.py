@@ -103,9 +103,9 @@ class Schedule:
 
 def _read_batches(layout: Layout, outputs: list[tuple[int, str]], phase_end: dict[int, int]
                   ) -> tuple[list[list[tuple[int, str]]], list[int]]:
-    """Every light by label in batches of READ_SLOTS, the outputs first, in the order they
-    are final; and, for each batch that holds outputs, the tic of the inference after
-    which it may be read: its outputs' last writer phase has ended (the statement that
+    """Every light by label in batches of READ_SLOTS, the outputs first, a batch for the
+    outputs final at each tic; and, for each of those batches, the tic of the inference
+    after which it may be read: its outputs' last writer phase has ended (the statement that
     parks that phase's dolls runs at its end tic, after their last crossing; a read script
     started then runs a tic later). A map of a tiled run hands its values on that early, so
     the maps that take them start while it still rides (engine/tiled.py)."""
@@ -118,18 +118,25 @@ def _read_batches(layout: Layout, outputs: list[tuple[int, str]], phase_end: dic
         return max((phase_end[p] for p in writers.get(tag, ())), default=RESET_TIC + 1)
 
     labels = {f"value:{name}" for _, name in outputs}
-    first = sorted(((tag, f"value:{name}") for tag, name in outputs), key=lambda r: final(r[0]))
-    readable = []
+    by_tic: dict[int, list[tuple[int, str]]] = {}
+    for tag, name in outputs:
+        by_tic.setdefault(final(tag), []).append((tag, f"value:{name}"))
+    # A batch holds outputs final at one tic only, so the early ones do not wait for the
+    # late ones; then every other light, in node order.
+    batches, hand_on = [], []
+    for tic in sorted(by_tic):
+        group = by_tic[tic]
+        for i in range(0, len(group), READ_SLOTS):
+            batches.append(group[i:i + READ_SLOTS])
+            hand_on.append(tic)
+    rest = []
     for n in c.net.nodes:
         if n.id in c.acc_light and c.acc_light[n.id] != c.value_light.get(n.id):
             role = c.light(c.acc_light[n.id]).role
-            readable.append((c.acc_light[n.id], f"{role}:{n.name}"))
+            rest.append((c.acc_light[n.id], f"{role}:{n.name}"))
         if f"value:{n.name}" not in labels:
-            readable.append((c.value_light[n.id], f"value:{n.name}"))
-    readable = first + readable
-    batches = [readable[i:i + READ_SLOTS] for i in range(0, len(readable), READ_SLOTS)]
-    hand_on = [max(final(tag) for tag, _ in first[i:i + READ_SLOTS])
-               for i in range(0, len(first), READ_SLOTS)]
+            rest.append((c.value_light[n.id], f"value:{n.name}"))
+    batches += [rest[i:i + READ_SLOTS] for i in range(0, len(rest), READ_SLOTS)]
     return batches, hand_on
 
 
@@ -833,9 +840,9 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         "all_outputs": [names[o] for o in c.net.outputs],
         "read_batches": [{"script": read_base(sched) + k, "labels": [lab for _, lab in batch]}
                          for k, batch in enumerate(sched.read_batches)],
-        # The outputs come first in the read batches; those of batch k < len(hand_on) are
-        # final once script 2 (or 6) has run hand_on[k] tics: a read script started after
-        # that many tics of the step reads them while the inference goes on.
+        # The first len(hand_on) read batches hold the outputs, batch k those final once
+        # script 2 (or 6) has run hand_on[k] tics: a read script started after that many
+        # tics of the step reads them while the inference goes on.
         "hand_on": sched.hand_on,
         "pipeline": None if sched.pipeline is None else {
             "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,

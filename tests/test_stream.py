@@ -341,34 +341,47 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
                for (m0, t0), (a0, b0) in span.items() if m0 == "MAP01")
 
 
-def test_a_map_hands_values_on_while_it_rides(tmp_path):
-    """Outputs are read the tic their last writer's phase has ended (manifest hand_on): 60
-    shallow outputs (two read batches) are final two phases before the deep one, handed on
-    mid-step, and every value handed, early or late, is the reference's."""
+@pytest.mark.parametrize("n", [60, 3])
+def test_a_map_hands_values_on_while_it_rides(tmp_path, n):
+    """Outputs are read the tic their last writer's phase has ended (manifest hand_on), a
+    batch per tic: n shallow outputs are final two phases before the deep one and handed on
+    mid-step; every value handed, early or late, is the reference's. With 3 outputs script
+    2 also copies them to USER slots, in declared order (the deep one first), in its last
+    tic: the deep one is taken from that copy, not raced by a read script."""
     from dsl.parser import parse
     from engine.runner import MapRunner
     from mapgen.compile import compile_netlist, write_wad
 
-    shallow = [f"s{i}" for i in range(60)]
+    shallow = [f"s{i}" for i in range(n)]
     text = "network early\ninput a : 0..3\ninput b : 0..3\n" + "".join(
         f"neuron {s} : step(t={1 + i % 5}) = a + b\n" for i, s in enumerate(shallow)) + (
         "neuron d1 : relu = a + b - 1\nneuron d2 : relu = d1 - 1\nneuron d3 : relu = d2 - 1\n"
-        f"output {', '.join(shallow)}, d3\n")
+        f"output d3, {', '.join(shallow)}\n")
     net = parse(text)
     cm = compile_netlist(net)
     info = cm.manifest
-    assert len(info["hand_on"]) == 2 and info["hand_on"][0] < info["hand_on"][1] \
-        == info["inference_tics"]
-    assert info["outputs"] == []                   # more than USER slots: read in batches
+    assert len(info["hand_on"]) == 1 + -(-n // 58)
+    assert info["hand_on"][0] < info["hand_on"][-1] == info["inference_tics"]
+    assert (info["outputs"] == []) == (n > 58)      # else also copied to USER slots
+    tics, at = [], 0
+    for tic in info["hand_on"]:
+        at = max(at, tic) + 1
+        tics.append(at)
     path = str(tmp_path / "early.wad")
     write_wad(path, [cm])
+    # Read scripts started in a step: never in its last tic where script 2 copies outputs.
+    reads = len(info["hand_on"]) - (1 if info["outputs"] else 0)
     with MapRunner(path, info) as runner:
+        read_batch = runner._read_batch
         for x in ([0, 0], [1, 2], [3, 3], [2, 0]):
-            handed, t0 = [], runner.engine.tic()
+            handed, t0, started = [], runner.engine.tic(), []
+            runner._read_batch = lambda b: (started.append(1), read_batch(b))[1]
             out = runner.infer(x, hand=lambda v: handed.append((runner.engine.tic() - t0, v)))
+            runner._read_batch = read_batch
+            assert len(started) == reads
             res = evaluate(net, [x])
             assert out == [int(res.value[0, -1, o]) for o in net.outputs]
-            assert [t for t, _ in handed] == [tic + 1 for tic in info["hand_on"]]
+            assert [t for t, _ in handed] == tics
             assert {k: v for _, vals in handed for k, v in vals.items()} == dict(
                 zip(info["all_outputs"], out))
             assert runner.read_outputs() == out    # after the step: the same batches
