@@ -233,9 +233,10 @@ def chat(how: dict, tmp: str, steps: int) -> Run:
 
 def microbit(tmp: str, steps: int) -> Run:
     """The micro:bit size (docs/chat.md: 45 maps, each in its own engine) answering `hi`:
-    the maps of a step run one after the other (step t + 1 reads the character step t
-    chose), so a step's wall time is theirs summed; engine CPU is summed over the engines.
-    Every value that crosses maps and every output is compared with the reference."""
+    the maps of a step form a chain (step t + 1 reads the character step t chose), each
+    map starting once the values it takes are handed on, in the middle of the step before
+    it; engine CPU is summed over the engines. Every value that crosses maps and every
+    output is compared with the reference."""
     from concurrent.futures import ThreadPoolExecutor
 
     from demos.chat import build_tiled, config_net, load_model, run_chat_tiled

@@ -243,6 +243,11 @@ def _check_lists(info: dict, name: str, bad) -> None:
     for key in ("tile_inputs", "tile_outputs"):
         if key in info and not strs(info[key]):
             raise bad(f"{name}: {key} must be a list of names")
+    hand = info.get("hand_on", [])
+    if not (isinstance(hand, list) and len(hand) <= len(batches) and all(
+            ints(t) and 0 <= t <= info["inference_tics"] + 1 for t in hand)):
+        raise bad(f"{name}.hand_on must list, for each of the first read batches, a tic "
+                  f"of the step (0..inference_tics + 1)")
 
 
 # A UDMF text map is a list of `key = value;` assignments and `block { assignments }`.

@@ -65,6 +65,8 @@ DAMAGED += [(("pipeline", "x"), "MAP01.pipeline"), (("embed", {"library": 3}), "
 DAMAGED += [(("open", "yes"), "MAP01.open"), (("feedback", ["nope"]), "MAP01.feedback"),
             (("feedback", "x"), "MAP01.feedback"), (("done", 7), "MAP01.done"),
             (("done", -1), "MAP01.done")]
+# When a map's outputs may be read mid-step (stop 44): a tic of the step per output batch.
+DAMAGED += [(("hand_on", v), "MAP01.hand_on") for v in ("x", [-1], [10 ** 6], [1.5], [1] * 99)]
 
 
 @pytest.mark.parametrize("damage, message", DAMAGED)
