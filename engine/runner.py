@@ -92,12 +92,16 @@ class MapRunner:
         have acknowledged seq by then. USER1..60 after it, one engine round trip."""
         self.seq += 1
         vals = self.engine.step(calls + [(script, self.seq, *args)], tics + 1)
+        self._acked(vals, tics, what)
+        return vals
+
+    def _acked(self, vals: list[int], tics: int, what: str) -> None:
+        """Count a step's tics + 1; USER1..60 after them must hold its acknowledgement."""
         self.tics += tics + 1
         ack = vals[self.info["ack_var"] - 1]
         if ack != self.seq:
             raise EngineError(f"{self.wad}: step {self.seq} ({what}) did not finish in "
                               f"its predicted {tics} tics (ack {ack})")
-        return vals
 
     def can_pipeline(self) -> bool:
         return bool(self.info.get("pipeline")) and bool(self.info["outputs"])
@@ -187,11 +191,7 @@ class MapRunner:
             got.update(mine)
             hand(mine)
         vals = self.engine.step([], end - at) if end > at else self.engine.users()
-        self.tics += end
-        if vals[info["ack_var"] - 1] != self.seq:
-            raise EngineError(f"{self.wad}: step {self.seq} ({script}) did not finish in its "
-                              f"predicted {info['inference_tics']} tics (ack "
-                              f"{vals[info['ack_var'] - 1]})")
+        self._acked(vals, info["inference_tics"], f"script {script}")
         if info["outputs"]:
             last = {name: v for name, v in zip(info["outputs"], vals) if name not in got}
             got.update(last)

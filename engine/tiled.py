@@ -545,9 +545,9 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     in order as soon as its inputs are there, so while map k+1 works on step t, map k
     already works on step t+1 (unless it reads a value map k+1 hands on at step t: then
     it waits for it). A map hands its values on in the middle of a step, each batch once
-    it is final (MapRunner.infer's `hand`): map k+1 may start while map k still rides. A thread per map drives its engine (the engine runs in its own
-    process; the thread waits on it). Returns what carry_sequence does, or raises the
-    first map's error."""
+    it is final (MapRunner.infer's `hand`): map k+1 may start while map k still rides. A
+    thread per map drives its engine (the engine runs in its own process; the thread
+    waits on it). Returns what carry_sequence does, or raises the first map's error."""
     import threading
 
     from mapgen.tiles import SequenceCarry
