@@ -95,6 +95,8 @@ def test_manifest_of_another_netlist_is_refused(tmp_path, xor_wad):
 def test_map_that_does_not_answer_is_a_user_error(tmp_path, xor_wad):
     info = json.loads(dict(read_wad(str(xor_wad)).lumps)["VNETINFO"])
     info["MAP01"]["inference_tics"] = 0
+    # hand_on must stay within the (now empty) step, or the manifest check refuses it first
+    info["MAP01"]["hand_on"] = [0] * len(info["MAP01"]["hand_on"])
     bad = tmp_path / "bad.wad"
     rewrite(xor_wad, bad, info=json.dumps(info))
     code, _, err = cli("run", str(bad), "-i", "1,0", cwd=tmp_path, tmpdir=tmp_path)
