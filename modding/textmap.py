@@ -178,8 +178,10 @@ def _block(kind: str, fields: dict) -> str:
 # result is the same and whose errors name line and column (tests/test_modding_damaged.py).
 _WS = "[ \t\f\r\n]*"   # the grammar's whitespace (common.WS), not Python's \s
 _VAL = r'("(?:[^"\\]|\\.)*"|[^;"/{} \t\f\r\n]+)'
+# The last group takes any other character that is not whitespace: a comment, a stray
+# brace or a half assignment, which sends the text to the Lark parser.
 _TOKEN = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)' + _WS + r'(?:(\{)|=' + _WS + _VAL + _WS
-                    + r';)|(\})', re.S)
+                    + r';)|(\})|([^ \t\f\r\n])', re.S)
 _INT = re.compile(r'[+-]?(?:0[xX][0-9a-fA-F]+|[0-9]+)')
 _FLOAT = re.compile(r'[+-]?[0-9]+(?:\.[0-9]*(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)')
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
@@ -201,7 +203,13 @@ def _fast_value(v: str):
 def _fast_items(text: str) -> list | None:
     """The parse's items, as the Lark transformer makes them, or None: not this form."""
     items, block, fields = [], None, None
-    for name, opens, value, closes in _TOKEN.findall(text):
+    # A map repeats its keys and most of its values (0, true, a texture, a speed): each
+    # read once (the CNN map's 7 million values are about 20,000 distinct ones).
+    seen: dict[str, object] = {}
+    keys: dict[str, str] = {}
+    for name, opens, value, closes, stray in _TOKEN.findall(text):
+        if stray:
+            return None
         if closes:
             if block is None:
                 return None
@@ -212,18 +220,17 @@ def _fast_items(text: str) -> list | None:
                 return None
             block, fields = name.lower(), {}
         else:
-            v = _fast_value(value)
+            v = seen.get(value, _BAD)
             if v is _BAD:
-                return None
+                v = seen[value] = _fast_value(value)
+                if v is _BAD:
+                    return None
+            key = keys.get(name) or keys.setdefault(name, name.lower())
             if block is None:
-                items.append((name.lower(), v))
+                items.append((key, v))
             else:
-                fields[name.lower()] = v
-    # Every character outside the tokens must be whitespace: a comment, a stray brace or
-    # a half assignment is left over, and the Lark parser takes the text.
-    if block is not None or _TOKEN.sub("", text).strip(" \t\f\r\n"):
-        return None
-    return items
+                fields[key] = v
+    return None if block is not None else items
 
 
 def parse_textmap(text: str, where: str = "TEXTMAP") -> TextMap:

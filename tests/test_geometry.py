@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import ROOT
+from conftest import NEEDS_TILES, ROOT
 from dsl import load
 from dsl.random_net import mlp
 from mapgen.circuit import lower
@@ -12,8 +12,10 @@ from mapgen.layout import build_layout
 from demos.museum import build
 from mapgen.udmf import MapModel, Sector, sidedness_errors
 
+# A circuit too big for one map is laid out only to be refused (its tiles are the maps:
+# the README's `chat --config large` builds and runs them); its one-map layout took 50 s.
 CIRCUITS = [p for p in sorted(glob.glob(os.path.join(ROOT, "circuits", "*.dnet")))
-            ]
+            if os.path.basename(p) not in NEEDS_TILES]
 
 
 @pytest.mark.parametrize("path", CIRCUITS, ids=os.path.basename)

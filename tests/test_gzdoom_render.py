@@ -75,8 +75,14 @@ def _demo(tmp_path, name: str) -> str:
     elif name == "brainlevel":
         from demos.brainlevel import policy
         from demos.brainlevel.demo import build_wad
+        from mapgen import wadcache
 
-        build_wad(path, policy.load())
+        def make(out: str) -> dict:
+            build_wad(out, pol)
+            return {}
+
+        pol = policy.load()   # built once a run for the tests here that look at it
+        wadcache.cached(wadcache.key_of(pol.net, brainlevel=pol.kind), make, path)
     elif name == "chat":
         from demos.chat import build, load_net
 

@@ -187,7 +187,7 @@ def test_gzdoom_plays_the_cnn_hub_exactly(tmp_path):
     MAP02 once overflowed: docs/gzdoom.md, section 7): every value handed on and every
     logit equal to the reference in both, and both engines' displays the same."""
     r = _cli("mnist", "--model", "cnn", "--hub", "--digit", "3", "--gzdoom", GZDOOM,
-             "-o", str(tmp_path / "cnn_hub.wad"))
+             "-o", str(tmp_path / "mnist_cnn_hub.wad"))  # the README's name: one build a run
     assert r.returncode == 0, r.stderr[-3000:]
     last = r.stdout.strip().splitlines()[-1]
     assert re.match(r"engine==reference (\d+)/\1 EXACT; hub of 2 maps in ViZDoom, GZDoom;",
