@@ -118,17 +118,17 @@ NETS = _nets()
 @pytest.mark.parametrize("name,net", NETS, ids=[n for n, _ in NETS])
 def test_onnx_equals_reference(name, net):
     x = _inputs(net, 300)
-    y = _onnx_run(net, x)
-    assert y.shape == _expected(net, x).shape
-    assert (y == _expected(net, x)).all(), name
+    y, want = _onnx_run(net, x), _expected(net, x)
+    assert y.shape == want.shape
+    assert (y == want).all(), name
 
 
 @pytest.mark.parametrize("name,net", NETS, ids=[n for n, _ in NETS])
 def test_torch_equals_reference(name, net):
     x = _inputs(net, 300, seed=1)
-    y = _torch_run(net, x)
-    assert y.shape == _expected(net, x).shape
-    assert (y == _expected(net, x)).all(), name
+    y, want = _torch_run(net, x), _expected(net, x)
+    assert y.shape == want.shape
+    assert (y == want).all(), name
 
 
 def test_relu_requantisation_and_lut_edges():
