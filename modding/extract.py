@@ -27,8 +27,10 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from dsl.diagnostics import VoodooError
+from dsl.ir import Netlist
 
 from .machine import Machine
 
@@ -570,6 +572,7 @@ class Extracted:
     vectors: bool              # written with vectors (False: every node a scalar)
     same_machine: bool = True  # compiled again it builds this very machine (else: the same
                                # gates over tighter ranges, so fewer doors)
+    net: Netlist | None = None  # the .dnet parsed (as the checks above parsed it)
 
     @property
     def verdict(self) -> str:
@@ -605,25 +608,34 @@ def machine_netlist(m: Machine, name: str, where: str) -> Extracted:
         text, ref = to_dnet(nodes, outs, name, m.steps, where, vectors, plain, m.open, done)
         diff = rebuild_difference(text, ref, m, where)
         if diff is None:
-            return Extracted(text, m, _net_names(ref), vectors)
+            return Extracted(text, m, _net_names(ref), vectors, net=_parsed(text, where))
         if not any(n.kind in ("spike", "prev") for n in nodes) and \
                 gate_difference(text, ref, nodes, where) is None:
-            return Extracted(text, m, _net_names(ref), vectors, same_machine=False)
+            return Extracted(text, m, _net_names(ref), vectors, same_machine=False,
+                             net=_parsed(text, where))
         last = diff
     raise ExtractError(f"{where}: the extracted netlist does not rebuild the map's machine: "
                        f"{last}\n    hint: this map's machine has no netlist form (report it)")
 
 
+@lru_cache(maxsize=1)
+def _parsed(text: str, where: str) -> Netlist:
+    """The .dnet parsed once for the checks of one extraction (a chat map's text takes the
+    parser about 10 s); a text that does not parse raises, and is not kept."""
+    from dsl.parser import parse
+
+    return parse(text, f"{where}.dnet")
+
+
 def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -> str | None:
     """None if the .dnet compiles to machine `m` (names mapped back); else what differs."""
-    from dsl.parser import parse
     from mapgen import physics as P
     from mapgen.circuit import lower
 
     from .machine import from_circuit
 
     try:
-        net = parse(text, f"{where}.dnet")
+        net = _parsed(text, where)
     except VoodooError as e:
         return f"it is not a valid netlist: {str(e).splitlines()[0]}"
     ref = _net_names(ref)
@@ -684,11 +696,10 @@ def gate_difference(text: str, ref: dict[str, str], nodes: list[XNode],
     """None if every gate of the .dnet does, over the range its accumulator can reach in the
     .dnet, what the map's staircase does there (the map's staircase is exact on every
     integer: below its first door the base value, above its last the top one)."""
-    from dsl.parser import parse
     from mapgen.circuit import staircase
 
     try:
-        net = parse(text, f"{where}.dnet")
+        net = _parsed(text, where)
     except VoodooError as e:
         return f"it is not a valid netlist: {str(e).splitlines()[0]}"
     for n in nodes:
