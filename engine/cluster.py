@@ -136,11 +136,13 @@ class ShardWorker:
         self.engine = Engine(self.wad, map_name(first_map))
         self.runners: dict = {}  # engine.tiled.run_chunk keeps its map's runner here
 
-    def ready(self) -> tuple[int, str]:
-        """(this actor's pid, its node's id), once its engine runs."""
+    def ready(self) -> tuple[int, str, list[str]]:
+        """(this actor's pid, its node's id, the directories it and its engine keep), once
+        its engine runs."""
         import ray
 
-        return os.getpid(), ray.get_runtime_context().get_node_id()
+        return (os.getpid(), ray.get_runtime_context().get_node_id(),
+                [self.dir, self.engine._dir])
 
     def run(self, chunk: list[tuple[int, dict]], maps: list[int] | None = None
             ) -> list[tuple[int, dict, int]]:
@@ -169,6 +171,10 @@ class RayEngines:
         self.actors: dict[int, object] = {}
         self.up: set[int] = set()   # workers whose actor has started
         self.pending: dict[object, tuple] = {}   # ObjectRef -> (worker, event kind, task)
+        # Each actor's directories: an actor that is killed (stopped, its node gone, the
+        # run's end) never runs close(), and a node's end takes its engines' watchers with
+        # it; those on this machine are removed here once their actor is gone.
+        self.dirs: dict[int, list[str]] = {}
 
     def start(self, w, first_map: int) -> None:
         a = self.Actor.remote(self.wad_ref, *self.args, first_map)
@@ -192,7 +198,11 @@ class RayEngines:
         for ref in ready:
             w, kind, task = self.pending.pop(ref)
             try:
-                out.append((w, kind, self.ray.get(ref), task))
+                value = self.ray.get(ref)
+                if kind == "ready":   # (pid, node, its directories): the stream takes
+                    pid, node, self.dirs[w.id] = value     # (pid, node)
+                    value = (pid, node)
+                out.append((w, kind, value, task))
                 self.up.add(w.id)
             except Exception as e:  # RayActorError, RayTaskError(EngineError), ...
                 out.append((w, "failed", _first_line(e), task))
@@ -203,6 +213,13 @@ class RayEngines:
         a = self.actors.pop(w.id, None)
         if a is not None:
             self.ray.kill(a, no_restart=True)
+        self._remove_dirs(w.id)
+
+    def _remove_dirs(self, wid: int) -> None:
+        import shutil
+
+        for d in self.dirs.pop(wid, []):
+            shutil.rmtree(d, ignore_errors=True)   # (on another machine: not here)
 
     def close(self) -> None:
         live = [a for k, a in self.actors.items() if k in self.up]
@@ -214,6 +231,8 @@ class RayEngines:
             for a in self.actors.values():   # and those never placed
                 self.ray.kill(a, no_restart=True)
             self.actors.clear()
+            for wid in list(self.dirs):
+                self._remove_dirs(wid)
 
 
 def _first_line(e: Exception) -> str:

@@ -25,6 +25,10 @@ from test_stream import _game_processes
 @pytest.fixture
 def cluster_env(tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    # the nodes' temporary files (the actors' and their engines' directories) where the
+    # test can see what is left of them
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     with local_cluster(nodes=2, cpus=1, logs=str(tmp_path)) as c:
         yield c
 
@@ -101,3 +105,6 @@ def test_ray_cluster_streams_exact_through_a_killed_engine_and_a_lost_node(
         assert any(e == "failed" for e, _ in events)
         assert dropped and not [nd for nd in ray.nodes()
                                 if nd["Alive"] and nd["NodeID"] == dropped[0]]
+        # the actors killed (the engine's, the lost node's) left their directories; the
+        # run removed them at its end
+        assert [d for d in os.listdir(tmp_path / "tmp") if d.startswith("voodoonet-")] == []
