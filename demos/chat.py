@@ -174,11 +174,14 @@ def calibrated_pivots(net, cfg) -> dict[str, int]:
     return out
 
 
-def build_tiled(net, out: str, title: str, cfg=None):
+def build_tiled(net, out: str, title: str, cfg=None, late: bool = True):
     """A netlist too big for one map over several (mapgen/tiles.py: each map keeps its own
     state; Python hands values between maps by name); returns the loaded WAD. With the
     model's `cfg`, lookups and prev nodes get two-sided lanes at calibrated pivots
-    (calibrated_pivots: fewer door crossings a step, a doll more each)."""
+    (calibrated_pivots: fewer door crossings a step, a doll more each). `late`: input lanes
+    ride as late as their readers allow, so a map starts its step before the values it
+    reads last are handed on (compile_tiles' late_inputs; False: every input at the
+    start, bench/speed.py's old way)."""
     from mapgen import wadcache
     from mapgen.compile import load_wad, write_wad
     from mapgen.tiles import compile_tiles, plan_tiles
@@ -189,11 +192,12 @@ def build_tiled(net, out: str, title: str, cfg=None):
         tiles = plan_tiles(net, pivots=pivots)
         print(f"{out}: {len(tiles)} maps, compiling (a few minutes a map on one core)",
               flush=True)
-        write_wad(path, compile_tiles(tiles, title, lean=True, pivots=pivots), net, tiles)
+        write_wad(path, compile_tiles(tiles, title, lean=True, pivots=pivots,
+                                      late_inputs=late), net, tiles)
         return {}
 
     # the same maps for every run that asks (mapgen/wadcache.py: tests, bench/speed.py)
-    wadcache.cached(wadcache.key_of(net, tiled=title, pivots=pivots), make, out)
+    wadcache.cached(wadcache.key_of(net, tiled=title, pivots=pivots, late=late), make, out)
     return load_wad(out)
 
 

@@ -23,12 +23,23 @@ class MismatchError(VoodooError):
     pass
 
 
+def input_slots(info: dict) -> list[list[int]]:
+    """The input index of each argument of each input script: four a script in declaration
+    order, or as the manifest's input_slots say (a map whose inputs ride late)."""
+    if "input_slots" in info:
+        return info["input_slots"]
+    n = len(info["inputs"])
+    return [list(range(4 * k, min(4 * k + 4, n))) for k in range(len(info["input_scripts"]))]
+
+
 def input_calls(info: dict, x: list[int], first: bool = False) -> list[tuple]:
     """The script calls that hand one inference's inputs to the map (four per input
     script), after the membrane reset when `first` begins a sequence. Started in the tic
-    of the inference or beat script they feed (also how engine/gzdoom.py drives GZDoom)."""
+    of the inference or beat script they feed (also how engine/gzdoom.py drives GZDoom;
+    a map whose inputs ride late takes them this early too)."""
     begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-    return begin + [(s, *x[4 * k:4 * k + 4]) for k, s in enumerate(info["input_scripts"])]
+    return begin + [(s, *(x[i] for i in slots))
+                    for s, slots in zip(info["input_scripts"], input_slots(info))]
 
 
 def batch_calls(info: dict, entering: list[list[int]]) -> tuple[list[tuple], int]:
@@ -40,6 +51,38 @@ def batch_calls(info: dict, entering: list[list[int]]) -> tuple[list[tuple], int
              for j, x in enumerate(entering) for g in range(groups)]
     period = pipe.get("batch_period", pipe["beat_tics"] + 1)  # WADs built before overlap
     return calls, (len(entering) - 1) * period + pipe["beat_tics"]
+
+
+class _Due:
+    """One step's input scripts, by the tic they must start in (need, script, slots), their
+    inputs asked for (`get`) only when due. `failed`: an ask raised (the caller finishes
+    the step on the inputs' lowest values, `rest`)."""
+
+    def __init__(self, inputs: list[tuple], get, lows: list[int]):
+        from collections import deque
+
+        self.inputs, self.get, self.lows = deque(inputs), get, lows
+        self.failed = False
+
+    def next(self) -> list[int]:
+        return [self.inputs[0][0]] if self.inputs else []
+
+    def by(self, tic: int) -> list[tuple]:
+        """The calls of every script due by `tic`, or none if any of their inputs fails."""
+        due = [e for e in self.inputs if e[0] <= tic]
+        try:
+            calls = [(script, *(self.get(i) for i in slots)) for _, script, slots in due]
+        except BaseException:
+            self.failed = True
+            raise
+        for _ in due:
+            self.inputs.popleft()
+        return calls
+
+    def rest(self) -> list[tuple]:
+        calls = [(s, *(self.lows[i] for i in slots)) for _, s, slots in self.inputs]
+        self.inputs.clear()
+        return calls
 
 
 class MapRunner:
@@ -144,6 +187,13 @@ class MapRunner:
         return self._acknowledged(calls, self.info["pipeline"]["batch_script"], (n,), tics,
                                   f"a batch of {n} beats")
 
+    def _checked_one(self, i: int, v) -> int:
+        name, (lo, hi) = self.info["inputs"][i], self.info["input_ranges"][i]
+        v = int(v)
+        if not lo <= v <= hi:
+            raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
+        return v
+
     def infer(self, x, first: bool = False, fed: bool = False, hand=None) -> list[int]:
         """One inference (one time step); returns the output values in declared order.
         `first` begins a new sequence: spiking membranes go back to their initial level,
@@ -151,46 +201,81 @@ class MapRunner:
         step before, in the map (their entries in x are not used). `hand({name: value})`
         is called with each batch of outputs as soon as the map has them final, while it
         still rides (maps built with hand_on in their manifest; others call it once, at the
-        end): a tiled run starts the maps that take them then."""
+        end): a tiled run starts the maps that take them then. `x` may also be a function
+        of an input's index that returns its value once it is there: with `hand`, a map
+        whose inputs ride late (input_need) asks for each when its input script must
+        start, so it starts before all of them are there; otherwise all are asked first."""
         info = self.info
-        fb = info.get("feedback") or []
+        fb = set(info.get("feedback") or [])
         if fed and not fb:
             raise VoodooError(f"{self.wad}: the map has no fed-back inputs")
-        if fed:
-            x = [lo if name in fb else v for name, v, (lo, _)
-                 in zip(info["inputs"], x, info["input_ranges"])]
-        x = self._checked(x)
+        if not callable(x):
+            x = list(x)
+            if len(x) != len(info["inputs"]):
+                raise VoodooError(f"{len(x)} inputs given; the map takes "
+                                  f"{len(info['inputs'])} ({', '.join(info['inputs'])})")
+            x = x.__getitem__
+
+        def get(i: int) -> int:
+            if fed and info["inputs"][i] in fb:
+                return info["input_ranges"][i][0]
+            return self._checked_one(i, x(i))
+
         script = info["fed_script"] if fed else info["infer_script"]
-        if hand is not None and info.get("hand_on"):
-            return self._handing(x, script, first, hand)
-        vals = self._step(x, script, info["inference_tics"], first)
+        if hand is not None and (info.get("hand_on") or info.get("input_need")):
+            return self._handing(get, script, first, hand)
+        vals = self._step([get(i) for i in range(len(info["inputs"]))], script,
+                          info["inference_tics"], first)
         out = vals[:len(info["outputs"])] if info["outputs"] else self.read_outputs()
         if hand is not None:
             hand(dict(zip(info["all_outputs"], out)))
         return out
 
-    def _handing(self, x: list[int], script: int, first: bool, hand) -> list[int]:
-        """`infer` reading the output batches mid-step, each once its hand_on tic has
-        passed (the inference goes on meanwhile), then the rest of the step and its ack.
-        Where script 2 copies the outputs to USER slots in its last tic, a batch final only
-        then is taken from that copy: a read script in the same tic would race it for the
-        slots."""
+    def _handing(self, get, script: int, first: bool, hand) -> list[int]:
+        """`infer` on the step's own timeline: each input script started as late as the map
+        wants it (input_need; its inputs asked for only then), each output batch read once
+        its hand_on tic has passed (the inference goes on meanwhile), then the rest of the
+        step and its ack. Where script 2 copies the outputs to USER slots in its last tic, a
+        batch final only then is taken from that copy: a read script in the same tic would
+        race it for the slots. Should asking for an input fail (the run ended), the step is
+        still run to its end, on the inputs' lowest values, before that error is raised:
+        the map stays between steps."""
         info = self.info
         wanted = {f"value:{name}": name for name in info["all_outputs"]}
         end = info["inference_tics"] + 1          # tics until the ack is there
+        need = info.get("input_need") or [0] * len(info["input_scripts"])
+        inputs = sorted(zip(need, info["input_scripts"], input_slots(info)))
+        reads = [(tic, batch) for batch, tic in zip(info["read_batches"], info["hand_on"])]
         self.seq += 1
-        self.engine.puke_many(input_calls(info, x, first) + [(script, self.seq)])
         at, got = 0, {}
-        for batch, tic in zip(info["read_batches"], info["hand_on"]):
-            if info["outputs"] and max(at, tic) + 1 >= end:
-                break
-            self.engine.advance(tic - at)
-            at = max(at, tic) + 1
-            mine = {wanted[lab]: v for lab, v in self._read_batch(batch).items()
-                    if lab in wanted}
-            got.update(mine)
-            hand(mine)
-        vals = self.engine.step([], end - at) if end > at else self.engine.users()
+        due = _Due(inputs, get, [r[0] for r in info["input_ranges"]])
+        begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
+        self.engine.puke_many(begin + due.by(0) + [(script, self.seq)])
+        try:
+            while True:
+                if reads and info["outputs"] and max(at, reads[0][0]) + 1 >= end:
+                    reads = []
+                t = min([r[0] for r in reads[:1]] + due.next(), default=end)
+                if t >= end and not reads:
+                    break
+                self.engine.advance(max(at, t) - at)
+                at = max(at, t)
+                calls = due.by(at)
+                if not (reads and reads[0][0] <= at):
+                    self.engine.puke_many(calls)
+                    continue
+                batch = reads.pop(0)[1]
+                mine = {wanted[lab]: v for lab, v in self._read_batch(batch, calls).items()
+                        if lab in wanted}
+                at += 1
+                got.update(mine)
+                hand(mine)
+        except BaseException:
+            if due.failed:   # the map finishes its step on placeholders, then the error
+                self.engine.step(due.rest(), max(0, end - at))
+                self.tics += info["inference_tics"] + 1
+            raise
+        vals = self.engine.step(due.by(end), end - at) if end > at else self.engine.users()
         self._acked(vals, info["inference_tics"], f"script {script}")
         if info["outputs"]:
             last = {name: v for name, v in zip(info["outputs"], vals) if name not in got}
@@ -199,10 +284,11 @@ class MapRunner:
                 hand(last)
         return [got[name] for name in info["all_outputs"]]
 
-    def _read_batch(self, batch: dict) -> dict[str, int]:
-        """One read script's lights by label (one tic, one round trip)."""
+    def _read_batch(self, batch: dict, calls: list[tuple] = ()) -> dict[str, int]:
+        """One read script's lights by label (one tic, one round trip), started with
+        `calls`."""
         self.token += 1
-        vals = self.engine.step([(batch["script"], self.token)], 1)
+        vals = self.engine.step([*calls, (batch["script"], self.token)], 1)
         if vals[self.info["read_ack_var"] - 1] != self.token:
             raise EngineError(f"{self.wad}: read script {batch['script']} did not run")
         return dict(zip(batch["labels"], vals))

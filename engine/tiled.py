@@ -545,7 +545,9 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     in order as soon as its inputs are there, so while map k+1 works on step t, map k
     already works on step t+1 (unless it reads a value map k+1 hands on at step t: then
     it waits for it). A map hands its values on in the middle of a step, each batch once
-    it is final (MapRunner.infer's `hand`): map k+1 may start while map k still rides. A
+    it is final (MapRunner.infer's `hand`): map k+1 may start while map k still rides,
+    and a map whose inputs ride late starts its step once those of its first phase are
+    there, asking for each of the others when it is wanted (MapRunner.infer). A
     thread per map drives its engine (the engine runs in its own process; the thread
     waits on it). Returns what carry_sequence does, or raises the first map's error."""
     import threading
@@ -562,11 +564,13 @@ def stream_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
             for t, row in enumerate(seq):
                 if handed.ended(t):
                     break
-                ins = rules.tile_inputs(k, t, handed.get)
-                # Each batch of values is handed on as soon as the map has it final, so the
-                # maps that take it start while this one still rides.
+                # Each input is asked for when the map wants it (all at its step's start,
+                # unless its inputs ride late), and each batch of values is handed on as
+                # soon as the map has it final, so the maps that take it start while this
+                # one still rides.
                 out = dict(zip(tiles[k].outputs, runner.infer(
-                    ins, first=t == 0, fed=rules.fed(k, row),
+                    lambda i, t=t: rules.tile_input(k, t, i, handed.get),
+                    first=t == 0, fed=rules.fed(k, row),
                     hand=lambda values, t=t: handed.put(
                         t, {named[name]: v for name, v in values.items()}))))
                 if rules.done is not None and out.get(rules.done) == 1:

@@ -212,7 +212,8 @@ def _too_many_doors(n, lo: int, hi: int, what: str, fix: str) -> Diagnostic:
 def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozenset(),
           door_budget: int | None = None, carry: str = "glide",
           steep: bool | None = None, split: bool = True, chains: bool | None = None,
-          pivots: bool | dict[str, int] = False, place: bool | None = None) -> Circuit:
+          pivots: bool | dict[str, int] = False, place: bool | None = None,
+          late_inputs: bool = False) -> Circuit:
     """Netlist -> Circuit. Tags are numbered from first_tag in node order, then placed in
     hash buckets (`place`), both deterministic.
     Connections named in `solo` (source name, destination name) get a line of their own,
@@ -226,13 +227,18 @@ def lower(net: Netlist, first_tag: int = 1, solo: set[tuple[str, str]] = frozens
     way, whole, for bench/speed.py). `pivots`: two-sided lanes (`_Lowering.plan_pivots`):
     True for the default pivots, or {node name: pivot} (`pivot_of`). `place`: tags renumbered
     into the hash buckets where they walk the least (mapgen/tags.py); by default with
-    `chains` (False: the cold buckets of stop 42, which `modding/extract` still reads)."""
+    `chains` (False: the cold buckets of stop 42, which `modding/extract` still reads).
+    `late_inputs`: each input lane rides in the phase before its first reader's
+    (`_Lowering.phase_inputs_late`), so a map of a streamed run can start before all of its
+    inputs are there (program.plan's input_need)."""
     chains = carry != "conveyor" if chains is None else chains
     lw = _Lowering(lower_products(net), first_tag, chains)
     lw.make_lights()
     lw.expand_identities()
     lw.plan_pivots(pivots)
     lw.make_lanes()
+    if late_inputs:
+        lw.phase_inputs_late()
     # Lines before sub-lanes: the cost model measures each landing by its lines, and the
     # sub-lanes of a staircase share its doors, so its weight groups too.
     lw.group_lines(solo)
@@ -409,6 +415,20 @@ class _Lowering:
                 self.gate_lane(n, phase, bad)
         if bad:
             raise CompileError(bad)
+
+    def phase_inputs_late(self) -> None:
+        """Each input lane in the phase before its first reader's (phase 0 for an input
+        nothing in the map reads, or one fed back: a fed step copies it at the step's start).
+        A value wanted late can then arrive late: the bus writes an input's doors at its
+        phase, and a streamed run sends it just before (engine/runner.py)."""
+        first: dict[int, int] = {}
+        for n in self.net.nodes:
+            if n.id in self.phase_of and not (n.is_input or n.is_prev):
+                for r in self.expand[n.id]:
+                    first[r] = min(first.get(r, self.phase_of[n.id]), self.phase_of[n.id])
+        for lane in self.lanes:
+            if lane.source[0] == "input" and lane.feedback is None:
+                lane.phase = max(0, first.get(lane.node, 1) - 1)
 
     def gate_lane(self, n, phase: int, bad: list[Diagnostic]) -> None:
         """An input's or a relu/step/lut node's staircase of doors."""

@@ -59,15 +59,18 @@ class CompiledMap:
 def compile_netlist(net: Netlist, *, title: str | None = None, map_name: str = "MAP01",
                     acc: str = "internal", door_budget: int | None = None,
                     carry: str = "glide", split: bool = True,
-                    chains: bool | None = None, pivots=False) -> CompiledMap:
+                    chains: bool | None = None, pivots=False,
+                    late_inputs: bool = False) -> CompiledMap:
     """`door_budget`: split staircases longer than this into parallel sub-lanes
     (circuit.split_lanes): fewer tics per phase, more dolls. `carry="conveyor"`: the
     geometry before frictionless lanes; `split=False`: no sub-lanes; `chains=False`: tags
     numbered in order (bench/speed.py measures against these); `pivots`: two-sided lanes
-    (circuit.pivot_of: True, or pivots by node name)."""
+    (circuit.pivot_of: True, or pivots by node name); `late_inputs`: input lanes ride as
+    late as their readers allow, and the manifest says when each input is wanted (a map of
+    a streamed run starts before all its inputs are there)."""
     title = title or net.name
     circuit = lower(net, door_budget=door_budget, carry=carry, split=split, chains=chains,
-                    pivots=pivots)
+                    pivots=pivots, late_inputs=late_inputs)
     layout = build_layout(circuit, title)
     sched = plan(layout)
     run_all(layout, sched)

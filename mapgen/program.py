@@ -17,7 +17,9 @@ tests/test_program.py checks the generated source against that list.
 Protocol (also in the manifest inside the WAD):
   USER60 = -1 once the map is ready, then the sequence number of the last inference done;
   script 2 (seq) runs one inference; scripts 10+k (a, b, c, d) write inputs 4k..4k+3 and
-  must be started in the same tic as script 2; script R+b (token; R = 100, or the next
+  must be started in the same tic as script 2 (in a map whose inputs ride late, script k
+  takes the inputs input_slots[k] and may start as late as tic input_need[k] of the
+  step: a streamed run sends a value when the map wants it); script R+b (token; R = 100, or the next
   hundred clear of the input scripts, named in the manifest) copies read batch b to
   USER1..58 and the token to USER59.
 
@@ -99,23 +101,34 @@ class Schedule:
     # per leading read batch (the outputs, by the tic they are final): the tic after which
     # it may be read, mid-inference
     hand_on: list[int] = field(default_factory=list)
+    # per input script: the input index of each argument, and the last tic it may start in
+    input_slots: list[list[int]] = field(default_factory=list)
+    input_need: list[int] = field(default_factory=list)
+
+    @property
+    def late_inputs(self) -> bool:
+        return any(self.input_need)
 
 
-def _read_batches(layout: Layout, outputs: list[tuple[int, str]], phase_end: dict[int, int]
+def _read_batches(layout: Layout, outputs: list[tuple[int, str]], lane_end: list[int]
                   ) -> tuple[list[list[tuple[int, str]]], list[int]]:
     """Every light by label in batches of READ_SLOTS, the outputs first, a batch for the
     outputs final at each tic; and, for each of those batches, the tic of the inference
-    after which it may be read: its outputs' last writer phase has ended (the statement that
-    parks that phase's dolls runs at its end tic, after their last crossing; a read script
-    started then runs a tic later). A map of a tiled run hands its values on that early, so
-    the maps that take them start while it still rides (engine/tiled.py)."""
+    after which it may be read: every lane that writes its outputs has finished, each by its
+    own length (`lane_end`: its doll released with its phase and given the time the phase
+    gives its longest lane, as if it were that lane; a read script started then runs a tic
+    later). A map of a tiled run hands its values on that early, so the maps that take them
+    start while it still rides (engine/tiled.py)."""
     c = layout.circuit
-    writers = light_writers(layout)
+    writers: dict[int, list[int]] = {}
+    for i, g in enumerate(layout.lanes):
+        for light in lane_targets(layout, g):
+            writers.setdefault(light, []).append(i)
 
     def final(tag: int) -> int:
         # A light no doll writes holds its reset (script tic 1) from the tic after: a read
         # script in the reset's own tic may run before it.
-        return max((phase_end[p] for p in writers.get(tag, ())), default=RESET_TIC + 1)
+        return max((lane_end[i] for i in writers.get(tag, ())), default=RESET_TIC + 1)
 
     labels = {f"value:{name}" for _, name in outputs}
     by_tic: dict[int, list[tuple[int, str]]] = {}
@@ -168,26 +181,12 @@ def plan(layout: Layout) -> Schedule:
             speeds[i] = speed
             copy = max(copy, tics)
         phases.append(Phase(p, lanes, copy, run_tics(max(layout.lanes[i].reach() for i in lanes))))
-    # Inputs in declaration order, four per script; an input with one possible value has no
-    # lane and is still given a slot so that Python can send inputs in order.
-    lane_of_input = {g.lane.source[1]: i for i, g in enumerate(layout.lanes)
-                     if g.lane.source[0] == "input"}
-    order = [lane_of_input.get(k, -1) for k in range(len(net.inputs))]
-    input_batches = [order[i:i + P.PUKE_ARGS] for i in range(0, len(order), P.PUKE_ARGS)]
     names = {n.id: n.name for n in net.nodes}
     outputs = [(c.value_light[o], names[o]) for o in net.outputs]
     init = INIT_TICS
-    # Tic numbering inside an inference: tic 0 runs the pukes; the inference script waits
-    # one tic, then each phase parks, writes its doors, waits, releases and waits again.
-    tic = 1
-    writes = []
-    phase_end = {}
-    for ph in phases:
-        for i in ph.lanes:
-            writes.append((tic, layout.lanes[i].lane.door_tag))
-        tic += ph.copy_tics + ph.run_tics
-        phase_end[ph.index] = tic
-    read_batches, hand_on = _read_batches(layout, outputs, phase_end)
+    tic, writes, phase_start, lane_end = _timeline(layout, phases)
+    input_batches, input_slots, input_need = _input_batches(layout, phase_start)
+    read_batches, hand_on = _read_batches(layout, outputs, lane_end)
     # Before the reset, while the lights still hold the step before: prev lanes and (on fed
     # steps) fed-back inputs get their node's level.
     carries = [Carry(RESET_TIC, 0, i, g.lane.source[1]) for i, g in enumerate(layout.lanes)
@@ -196,9 +195,54 @@ def plan(layout: Layout) -> Schedule:
                 for i, g in enumerate(layout.lanes) if g.lane.feedback is not None]
     sched = Schedule(phases, input_batches, read_batches,
                      outputs if len(outputs) <= READ_SLOTS else [], init, tic,
-                     speeds=speeds, writes=writes, carries=carries, hand_on=hand_on)
+                     speeds=speeds, writes=writes, carries=carries, hand_on=hand_on,
+                     input_slots=input_slots, input_need=input_need)
     sched.pipeline = plan_pipeline(layout, sched)
     return sched
+
+
+def _timeline(layout: Layout, phases: list[Phase]
+              ) -> tuple[int, list[tuple[int, int]], dict[int, int], list[int]]:
+    """(the step's tics, the door writes (tic, door tag), each phase's start tic, each
+    lane's end tic). Tic numbering inside an inference: tic 0 runs the pukes; the inference
+    script waits one tic, then each phase writes its doors, waits, releases its dolls,
+    waits for its longest lane and parks them. A lane is done once its own doll could have
+    stopped: its phase's release plus the run its own length needs."""
+    tic, writes, start, lane_end = 1, [], {}, [0] * len(layout.lanes)
+    for ph in phases:
+        start[ph.index] = tic
+        for i in ph.lanes:
+            writes.append((tic, layout.lanes[i].lane.door_tag))
+            lane_end[i] = tic + ph.copy_tics + run_tics(layout.lanes[i].reach())
+        tic += ph.copy_tics + ph.run_tics
+    return tic, writes, start, lane_end
+
+
+def _input_batches(layout: Layout, phase_start: dict[int, int]
+                   ) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """The input scripts: (lane per slot, -1 for an input with one possible value, which
+    has no lane and still takes a slot so that Python sends every input; the input index
+    per slot; per script, the last tic of the step it may start in). Four inputs a script,
+    in declaration order, all started with the step, unless the lanes ride late
+    (circuit.lower's late_inputs): then grouped by the tic their phase writes their doors,
+    and a script may start as late as the tic before that (the puke's tic runs its stores,
+    the inference script's write comes a tic later, as with the step's own start)."""
+    net = layout.circuit.net
+    lane_of, need = {}, {}
+    for i, g in enumerate(layout.lanes):
+        if g.lane.source[0] == "input":
+            k = g.lane.source[1]
+            lane_of[k] = i
+            need[k] = min(need.get(k, 1 << 30), phase_start[g.lane.phase] - 1)
+    order = sorted(range(len(net.inputs)), key=lambda k: (need.get(k, 0), k))
+    batches, slots, needs = [], [], []
+    for k in order:
+        t = need.get(k, 0)
+        if not slots or len(slots[-1]) == P.PUKE_ARGS or needs[-1] != t:
+            batches.append([]), slots.append([]), needs.append(t)
+        batches[-1].append(lane_of.get(k, -1))
+        slots[-1].append(k)
+    return batches, slots, needs
 
 
 # --- the pipelined beat -------------------------------------------------------------------
@@ -309,12 +353,13 @@ def reset_slots(layout: Layout, sched: Schedule, writers: dict[int, set[int]],
 
 def plan_pipeline(layout: Layout, sched: Schedule, ii: int | None = None) -> Pipeline | None:
     """The overlapped schedule (module docstring), or None where a network cannot overlap
-    inferences: spiking membranes carry state from one step to the next, and more outputs
-    than USER slots are read in batches after each inference. `ii` forces the interval
+    inferences: spiking membranes carry state from one step to the next, more outputs
+    than USER slots are read in batches after each inference, and inputs that ride late
+    would be overwritten by the next beat's before their lanes read them. `ii` forces the interval
     (tests use it to build a wrong schedule for checks.check_pipeline to catch)."""
     c = layout.circuit
     if c.net.steps != 1 or any(l.persistent for l in c.lights) or not sched.output_slots \
-            or not sched.phases:
+            or not sched.phases or sched.late_inputs:
         return None
     ii = ii or pipeline_need(layout, sched)
     writers = light_writers(layout)
@@ -559,12 +604,12 @@ def _input_scripts(b: Bus, layout: Layout, sched: Schedule, names: dict) -> None
     for k, batch in enumerate(sched.input_batches):
         args = ["a", "b", "c", "d"][:len(batch)]
         b.open_script(f"script {SCRIPT_INPUT_BASE + k} ({', '.join('int ' + a for a in args)})")
-        for j, (arg, li) in enumerate(zip(args, batch)):
+        for arg, li, x in zip(args, batch, sched.input_slots[k]):
             if li < 0:
                 b.comment(f"input slot {arg}: a constant input, nothing to write")
                 continue
             g = layout.lanes[li]
-            b.store(f"inputs[{P.PUKE_ARGS * k + j}]", arg, f"input {names[g.lane.node]}")
+            b.store(f"inputs[{x}]", arg, f"input {names[g.lane.node]}")
         b.close_script()
         b.blank()
 
@@ -641,7 +686,10 @@ def _infer_script(b: Bus, layout: Layout, sched: Schedule, who: list, fed: bool 
 def _copies(b: Bus, layout: Layout, sched: Schedule, ph, who: list, fed: bool = False) -> None:
     """A phase's door ceilings get their values. Every doll waits on its pad, away from its
     doors: a doll inside a door sector would stop that door's ceiling from moving."""
+    late = ph.index > 0 and any(layout.lanes[i].lane.source[0] == "input" for i in ph.lanes)
     b.comment(f"Phase {ph.index}: " + ("the inputs to their doors." if ph.index == 0 else
+                                      "the final accumulators, and the inputs wanted now, to "
+                                      "their doors." if late else
                                       "the final accumulators to their doors."))
     for i in ph.lanes:
         g = layout.lanes[i]
@@ -844,6 +892,10 @@ def manifest(layout: Layout, sched: Schedule, title: str) -> dict:
         # script 2 (or 6) has run hand_on[k] tics: a read script started after that many
         # tics of the step reads them while the inference goes on.
         "hand_on": sched.hand_on,
+        # Inputs wanted late (circuit.lower's late_inputs): input script k takes the inputs
+        # input_slots[k] and may start as late as tic input_need[k] of the step.
+        **({"input_slots": sched.input_slots, "input_need": sched.input_need}
+           if sched.late_inputs else {}),
         "pipeline": None if sched.pipeline is None else {
             "script": SCRIPT_PIPE, "beat_tics": sched.pipeline.beat_tics,
             "ii": sched.pipeline.ii, "lags": sched.pipeline.lags,

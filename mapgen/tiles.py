@@ -898,17 +898,19 @@ def carry(tiles: list[Tile], x: list[int], net: Netlist, run_tile) -> list[int]:
 def compile_tiles(tiles: list[Tile], title: str, acc: str = "internal",
                   door_budget: int | None = None, workers: int | None = None,
                   lean: bool = False, carry: str = "glide", nodes: bool = True,
-                  pivots=False):
+                  pivots=False, late_inputs: bool = False):
     """Each tile as its own map, MAP01.. in order; compiled in parallel processes
     (`workers`, default one per core) when there are several. With `lean`, an iterator of
     the maps as they finish, each with only what a WAD holds (no circuit, layout or
     schedule: a map of 400,000 lines is gigabytes of them), for `write_wad`. `carry` and
     `nodes` as compile_netlist's and write_wad's (bench/speed.py builds the old way too),
-    `pivots` as compile_netlist's (by node name, so the same for every tile)."""
+    `pivots` as compile_netlist's (by node name, so the same for every tile), and
+    `late_inputs` (maps of a streamed multi-step run: each starts once the inputs its
+    first phase wants are there, engine/tiled.stream_sequence)."""
     import os
 
     jobs = [(t.net, f"{title} ({k + 1}/{len(tiles)})", f"MAP{k + 1:02d}", acc, door_budget,
-             lean, carry, nodes, pivots) for k, t in enumerate(tiles)]
+             lean, carry, nodes, pivots, late_inputs) for k, t in enumerate(tiles)]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
     maps = map(_compile_one, jobs) if workers <= 1 else _compiled_in_pool(jobs, workers)
     return maps if lean else list(maps)
@@ -927,9 +929,9 @@ def _compiled_in_pool(jobs, workers: int):
 def _compile_one(job):
     from .compile import compile_netlist
 
-    net, title, name, acc, door_budget, lean, carry, nodes, pivots = job
+    net, title, name, acc, door_budget, lean, carry, nodes, pivots, late = job
     m = compile_netlist(net, title=title, map_name=name, acc=acc, door_budget=door_budget,
-                        carry=carry, pivots=pivots)
+                        carry=carry, pivots=pivots, late_inputs=late)
     if nodes:
         m.with_nodes()  # here, in the pool, not one map at a time in write_wad
     if lean:
@@ -956,10 +958,15 @@ class SequenceCarry:
 
     def tile_inputs(self, k: int, t: int, get) -> list[int]:
         """Tile k's inputs at step t; `get(step, name)` is a value some map handed on."""
-        row = dict(zip(self.inputs, self.seq[t]))
-        # an input the map feeds back itself: what is passed is not used
-        return [self.lo[name] if row.get(name, 0) is None and name in self.fed_here[k]
-                else self.value(name, t, get) for name in self.tiles[k].inputs]
+        return [self.tile_input(k, t, i, get) for i in range(len(self.tiles[k].inputs))]
+
+    def tile_input(self, k: int, t: int, i: int, get) -> int:
+        """Tile k's input i at step t (waits in `get` until a map has handed it on)."""
+        name = self.tiles[k].inputs[i]
+        fed = name in self.position and self.seq[t][self.position[name]] is None
+        if fed and name in self.fed_here[k]:   # fed back by the map itself: not used
+            return self.lo[name]
+        return self.value(name, t, get)
 
     def value(self, name: str, t: int, get) -> int:
         """A value at step t as a map that does not compute it sees it: a prev node's is

@@ -233,6 +233,7 @@ def _check_lists(info: dict, name: str, bad) -> None:
     if not (isinstance(scripts, list) and all(map(ints, scripts))
             and 4 * len(scripts) >= len(info["inputs"])):
         raise bad(f"{name}: input_scripts must name a script per 4 inputs")
+    _check_late_inputs(info, name, bad)
     if info.get("begin_script") is not None and not ints(info["begin_script"]):
         raise bad(f"{name}: begin_script must be a script number or null")
     batches = info.get("read_batches")
@@ -248,6 +249,23 @@ def _check_lists(info: dict, name: str, bad) -> None:
             ints(t) and 0 <= t <= info["inference_tics"] + 1 for t in hand)):
         raise bad(f"{name}.hand_on must list, for each of the first read batches, a tic "
                   f"of the step (0..inference_tics + 1)")
+
+
+def _check_late_inputs(info: dict, name: str, bad) -> None:
+    """A map whose inputs ride late: input_slots give each input script's inputs (every
+    input once) and input_need the tic of the step each may start in."""
+    if "input_slots" not in info and "input_need" not in info:
+        return
+    slots, need, n = info.get("input_slots"), info.get("input_need"), len(info["inputs"])
+    if not (isinstance(slots, list) and len(slots) == len(info["input_scripts"]) and all(
+            isinstance(s, list) and 0 < len(s) <= 4 and all(type(i) is int for i in s)
+            for s in slots) and sorted(i for s in slots for i in s) == list(range(n))):
+        raise bad(f"{name}.input_slots must give each input script up to 4 of the inputs, "
+                  f"every input once")
+    if not (isinstance(need, list) and len(need) == len(slots) and all(
+            type(t) is int and 0 <= t <= info["inference_tics"] for t in need)):
+        raise bad(f"{name}.input_need must give each input script a tic of the step "
+                  f"(0..inference_tics)")
 
 
 # A UDMF text map is a list of `key = value;` assignments and `block { assignments }`.

@@ -651,6 +651,8 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
            if all(P.cold(t) for t, l in m.lights.items() if l.role == "value")
            else {"chains": False})
     layouts = ({"chains": True}, old)
+    # A map whose inputs ride late (a tile of a streamed run) was lowered with late_inputs.
+    late = any(l.source[0] == "input" and l.phase > 0 for l in m.lanes)
     shown = None   # the difference reported: the map's own layout, every solo line
     for how, solo in itertools.product(layouts, (solo_lines(m), solo_lines(m, every=True))):
         # Tags and dolls numbered from where the map's start (an embedded circuit's are
@@ -658,7 +660,7 @@ def rebuild_difference(text: str, ref: dict[str, str], m: Machine, where: str) -
         c = lower(net, first_tag=min([*m.lights, *m.groups,
                                       *(l.door_tag for l in m.lanes if l.door_tag)], default=1),
                   solo={(ref[a], ref[b]) for a, b in solo if (ref.get(a), ref.get(b)) in has},
-                  **how)
+                  late_inputs=late, **how)
         for k, lane in enumerate(c.lanes):
             lane.tid = min((l.tid for l in m.lanes), default=1000) + k
         again = from_circuit(c, net.steps)

@@ -261,11 +261,13 @@ def _read_bus(scripts) -> dict:
                 if op.kind == "call" and op.name == "SetActorPosition":
                     x, y, z = (_val(a) / 65536 for a in op.args[1:4])
                     out["parks"][_val(op.args[0])] = (x, y, z)
-    for k, num in enumerate(_input_scripts(scripts)):
+    for num in _input_scripts(scripts):
         s = scripts[num]
+        # inputs[i] holds input i (the scripts store it there, in whatever order they take
+        # the inputs: four in declaration order, or grouped by when a map wants them)
         for op in s.ops:
             if op.kind == "assign" and op.args[0][0] == "array" and op.args[1][0] == "arg":
-                out["slot_of_array"][op.args[0][2]] = P.PUKE_ARGS * k + op.args[1][1]
+                out["slot_of_array"][op.args[0][2]] = op.args[0][2]
         out["n_inputs"] += s.argc
     begin: dict = {}
     _resets(scripts.get(SCRIPT_BEGIN), begin)

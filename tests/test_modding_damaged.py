@@ -67,6 +67,10 @@ DAMAGED += [(("open", "yes"), "MAP01.open"), (("feedback", ["nope"]), "MAP01.fee
             (("done", -1), "MAP01.done")]
 # When a map's outputs may be read mid-step (stop 44): a tic of the step per output batch.
 DAMAGED += [(("hand_on", v), "MAP01.hand_on") for v in ("x", [-1], [10 ** 6], [1.5], [1] * 99)]
+# Inputs wanted late (stop 46): each input once over the input scripts, with a tic each.
+DAMAGED += [(("input_slots", v), "MAP01.input_slots")
+            for v in ("x", [[0, 0, 1]], [[0, 1, 2, 3]], [[0], [1, 2]], [[0, 1, True]])]
+DAMAGED += [(("input_need", [0]), "MAP01.input_slots")]   # a need without the slots
 
 
 @pytest.mark.parametrize("damage, message", DAMAGED)

@@ -344,7 +344,7 @@ def test_maps_of_a_spiking_run_work_at_the_same_time(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("n", [60, 3])
 def test_a_map_hands_values_on_while_it_rides(tmp_path, n):
-    """Outputs are read the tic their last writer's phase has ended (manifest hand_on), a
+    """Outputs are read the tic their last writer lane has ended (manifest hand_on), a
     batch per tic: n shallow outputs are final two phases before the deep one and handed on
     mid-step; every value handed, early or late, is the reference's. With 3 outputs script
     2 also copies them to USER slots, in declared order (the deep one first), in its last
@@ -376,7 +376,7 @@ def test_a_map_hands_values_on_while_it_rides(tmp_path, n):
         read_batch = runner._read_batch
         for x in ([0, 0], [1, 2], [3, 3], [2, 0]):
             handed, t0, started = [], runner.engine.tic(), []
-            runner._read_batch = lambda b: (started.append(1), read_batch(b))[1]
+            runner._read_batch = lambda b, calls=(): (started.append(1), read_batch(b, calls))[1]
             out = runner.infer(x, hand=lambda v: handed.append((runner.engine.tic() - t0, v)))
             runner._read_batch = read_batch
             assert len(started) == reads
