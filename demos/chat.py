@@ -210,6 +210,9 @@ class ChatRun:
     seconds: float
     tics: int
     divergences: list = field(default_factory=list)
+    # a tiled run: seconds until the last step's outputs were out of the last map (the
+    # comparison with the reference comes after)
+    answered: float | None = None
 
     @property
     def tokens(self) -> str:
@@ -263,16 +266,22 @@ def run_chat_tiled(loaded, cfg, prompt: str, seed: int | None = None, runners=No
     rows = prompt_rows(net, prompt, seed, cfg)[:max_steps]
     tics0 = sum(r.tics for r in runners) if runners else 0
     t0 = time.perf_counter()
+    out_at = [t0]
+
+    def progress(t: int) -> None:
+        out_at[0] = time.perf_counter()
+        bar.update(1)
+
     with tqdm(total=len(rows), desc=prompt[:20], unit="step", leave=False) as bar:
         res = run_sequence(loaded.path, loaded.infos, loaded.tiles, net, rows,
-                           runners=runners, progress=lambda t: bar.update(1))
+                           runners=runners, progress=progress)
     secs = time.perf_counter() - t0
     tics = sum(r.tics for r in runners) - tics0 if runners else 0
     iy = [net.nodes[o].name for o in net.outputs].index("y")
     ys = [r.engine[iy] for r in res[len(prompt):]]
     text = decode(ys).split("\n")[0]
     return ChatRun(prompt, text, len(res), sum(r.exact for r in res), secs, tics,
-                   [r.first_divergence for r in res if r.first_divergence])
+                   [r.first_divergence for r in res if r.first_divergence], out_at[0] - t0)
 
 
 def main(prompts: list[str], seed: int | None = None, debug: bool = False,

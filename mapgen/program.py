@@ -225,15 +225,19 @@ def _input_batches(layout: Layout, phase_start: dict[int, int]
     per slot; per script, the last tic of the step it may start in). Four inputs a script,
     in declaration order, all started with the step, unless the lanes ride late
     (circuit.lower's late_inputs): then grouped by the tic their phase writes their doors,
-    and a script may start as late as the tic before that (the puke's tic runs its stores,
-    the inference script's write comes a tic later, as with the step's own start)."""
+    and a script may start as late as that very tic. A script started in a tic runs before
+    the scripts already running (the engine links a new script at the head of its list),
+    so its stores come before the inference script's write in that tic; measured in the
+    engine (tests/test_late_inputs.py: a tic later reads the step before's inputs). Phase
+    0's inputs start with the step (tic 0), whose inference script waits a tic for them."""
     net = layout.circuit.net
-    lane_of, need = {}, {}
+    lane_of, need, first = {}, {}, min(phase_start.values(), default=0)
     for i, g in enumerate(layout.lanes):
         if g.lane.source[0] == "input":
             k = g.lane.source[1]
             lane_of[k] = i
-            need[k] = min(need.get(k, 1 << 30), phase_start[g.lane.phase] - 1)
+            w = phase_start[g.lane.phase]
+            need[k] = min(need.get(k, 1 << 30), 0 if w == first else w)
     order = sorted(range(len(net.inputs)), key=lambda k: (need.get(k, 0), k))
     batches, slots, needs = [], [], []
     for k in order:

@@ -57,7 +57,8 @@ def test_an_input_lane_rides_in_the_phase_before_its_first_reader(late_map):
     assert [ph[n] for n in ("a", "b", "c", "d")] == [{1}, {2}, {3}, {4}]
     assert ph["x[0]"] == ph["x[1]"] == {0}
     assert ph["x[2]"] == ph["y[0]"] == {1} and ph["y[1]"] == {3}
-    # each input is due the tic before the inference script writes its doors
+    # a late input is due in the tic the inference script writes its doors; the first
+    # phase's with the step (tic 0)
     first_write: dict[int, int] = {}
     for tic, tag in m.schedule.writes:
         first_write.setdefault(tag, tic)
@@ -65,7 +66,8 @@ def test_an_input_lane_rides_in_the_phase_before_its_first_reader(late_map):
     assert sorted(need) == list(range(len(net.inputs)))
     for i, t in need.items():
         lanes = [g for g in m.layout.lanes if g.lane.source == ("input", i)]
-        assert t == min(first_write[g.lane.door_tag] for g in lanes) - 1
+        w = min(first_write[g.lane.door_tag] for g in lanes)
+        assert t == (w if w > 1 else 0)
         assert (t > 0) == (i >= 2)   # x[2], y[0], y[1] (inputs 2, 3, 4) are wanted late
     assert m.schedule.pipeline is None   # a beat's inputs would be the next beat's
     # Without late_inputs every input rides first, four a script in declaration order.
@@ -120,6 +122,22 @@ def test_the_runner_asks_for_each_input_when_the_map_wants_it(late_map):
             assert out == want and [handed[n] for n in info["all_outputs"]] == want, t
             got, ref = r.read_all(), result_labels(lowered, low, t)
             assert got == {k: ref[k] for k in got}, t
+
+
+def test_an_input_sent_a_tic_late_is_not_read(late_map):
+    """The tic is tight: input scripts started a tic after their input_need leave the
+    doors their phase writes on the step before's inputs, and the map computes wrong."""
+    net, _, wad = late_map
+    info = dict(load_wad(wad).infos[0])
+    info["input_need"] = [t + 1 if t else 0 for t in info["input_need"]]
+    seq = random_sequence(net, 12, 5)
+    res, _ = reference_run(net, seq)
+    wrong = 0
+    with MapRunner(wad, info) as r:
+        for t, x in enumerate(seq):
+            out = r.infer(lambda i, x=x: x[i], first=t == 0, hand=lambda values: None)
+            wrong += out != [int(res.value[0, t, o]) for o in net.outputs]
+    assert wrong > 0
 
 
 class _Gone(Exception):
