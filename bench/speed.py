@@ -244,7 +244,7 @@ def microbit(tmp: str, steps: int, late: bool = True) -> Run:
 
     from demos.chat import build_tiled, config_net, load_model, run_chat_tiled
     from engine.runner import MapRunner
-    from engine.tiled import map_name
+    from engine.tiled import map_name, step_chain
 
     model = load_model("microbit")
     net = config_net(model, "microbit")
@@ -272,6 +272,11 @@ def microbit(tmp: str, steps: int, late: bool = True) -> Run:
     run.wall, run.cpu = r.answered / r.steps, cpu / r.steps
     run.ride_ms = cpu / r.tics * 1e3
     run.notes += [f"{len(loaded.infos)} maps", f"then {r.seconds - r.answered:.1f} s checking"]
+    tics, path = step_chain(loaded.infos)
+    worst = sorted(path, key=lambda h: h.need - h.hand)[:3]
+    run.notes.append(f"critical path {tics} tics over {len(path)} hops, the longest: " + ", ".join(
+        f"{map_name(h.map)} waits at tic {h.need} for {h.value} ({map_name(h.source)}, tic "
+        f"{h.hand})" for h in worst))
     return run
 
 
@@ -351,7 +356,7 @@ def main(argv=None) -> int:
                 print(f"  {way}: load {run.load:6.1f} s CPU over {run.notes[0]}, {run.tics} "
                       f"tics, {run.wall:.2f} s wall and {run.cpu:.2f} s engine CPU per step "
                       f"({run.notes[1]}), riding tic {run.ride_ms:.3f} ms, "
-                      f"{run.exact}/{run.n} {run.verdict}", flush=True)
+                      f"{run.exact}/{run.n} {run.verdict}; {run.notes[2]}", flush=True)
             print(f"  microbit: wall a step x{mb.wall / old.wall:.2f} with inputs late",
                   flush=True)
             line.append(f"microbit {mb.wall:.1f} s a step ({mb.tics} tics; "

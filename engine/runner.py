@@ -38,8 +38,10 @@ def input_calls(info: dict, x: list[int], first: bool = False) -> list[tuple]:
     of the inference or beat script they feed (also how engine/gzdoom.py drives GZDoom;
     a map whose inputs ride late takes them this early too)."""
     begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
+    if "input_slots" not in info:
+        return begin + [(s, *x[4 * k:4 * k + 4]) for k, s in enumerate(info["input_scripts"])]
     return begin + [(s, *(x[i] for i in slots))
-                    for s, slots in zip(info["input_scripts"], input_slots(info))]
+                    for s, slots in zip(info["input_scripts"], info["input_slots"])]
 
 
 def batch_calls(info: dict, entering: list[list[int]]) -> tuple[list[tuple], int]:

@@ -498,6 +498,55 @@ def run_sequence(wad: str, infos: list[dict], tiles, net: Netlist, seq: list,
     return out
 
 
+@dataclass(frozen=True)
+class Link:
+    """A hop of a streamed step's critical path: map `map` held until tic `need` of its
+    step by `value`, which map `source` hands on at tic `hand` of its own."""
+    map: int
+    value: str
+    need: int
+    source: int
+    hand: int
+
+
+def step_chain(infos: list[dict]) -> tuple[int, list[Link]]:
+    """The critical path of one streamed step in tics, from the manifests alone: a map runs
+    a tic at a time and may run tic n once each input it wants by then (input_need; all at
+    tic 0 in maps without it) is handed on (hand_on: read in that tic, there a tic later);
+    what no map hands on in the step (the run's row, the step before's values) is there at
+    once. Returns (the tics from the step's start to its last map's end, the hops that set
+    them, first to last). A step of the micro:bit size takes about this many tics of its
+    critical maps (docs/physics.md, "Inputs wanted late")."""
+    made: dict[str, tuple[int, int]] = {}     # value -> (map, its hand tic)
+    there: dict[str, float] = {}              # value -> tic of the step it is there
+    held: dict[int, Link | None] = {}
+    end = {}
+    for k, info in enumerate(infos):
+        ins = info.get("tile_inputs") or info["inputs"]
+        outs = info.get("tile_outputs") or info["all_outputs"]
+        need = [0] * len(ins)
+        for slots, t in zip(info.get("input_slots", []), info.get("input_need", [])):
+            for i in slots:
+                need[i] = t
+        start, held[k] = 0, None
+        for name, n in zip(ins, need):
+            if name in there and there[name] - n > start:
+                start = there[name] - n
+                held[k] = Link(k, name, n, *made[name])
+        hand = {lab: t for b, t in zip(info["read_batches"], info.get("hand_on", []))
+                for lab in b["labels"]}
+        for mine, name in zip(info["all_outputs"], outs):
+            made[name] = (k, hand.get(f"value:{mine}", info["inference_tics"]))
+            there[name] = start + made[name][1] + 1
+        end[k] = start + info["inference_tics"]
+    k = max(end, key=lambda j: (end[j], j)) if end else None
+    path = []
+    while k is not None and held[k] is not None:
+        path.append(held[k])
+        k = held[k].source
+    return (int(max(end.values())) if end else 0), path[::-1]
+
+
 class _Stopped(Exception):
     """The run ended (done, or another map failed) before this value was handed on."""
 

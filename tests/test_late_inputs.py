@@ -183,6 +183,25 @@ def test_tiles_whose_inputs_ride_late_stream_exact(tmp_path):
     got = run_sequence(lw.path, lw.infos, lw.tiles, net, random_sequence(net, 30, 2))
     assert len(got) == 30 and all(c.exact for c in got), \
         next(c.first_divergence or c for c in got if not c.exact)
+    _check_chain(lw.infos)
+
+
+def _check_chain(infos) -> None:
+    """engine.tiled.step_chain on two maps, against the count by hand: the second map may
+    run tic n once each value it wants by then is there, a tic after the first hands it."""
+    from engine.tiled import step_chain
+
+    first, second = infos
+    hand = {lab[len("value:"):]: t for b, t in zip(first["read_batches"], first["hand_on"])
+            for lab in b["labels"]}
+    need = _need(second)
+    waits = {name: hand[name] + 1 - need[i] for i, name in enumerate(second["inputs"])
+             if name in hand}
+    assert "a" in waits and need[second["inputs"].index("a")] > 0   # a is wanted late
+    held = max(waits, key=waits.get)
+    tics, path = step_chain(infos)
+    assert tics == max(first["inference_tics"], waits[held] + second["inference_tics"])
+    assert [(p.map, p.source, p.value) for p in path] == [(1, 0, held)]
 
 
 def test_extract_reads_a_late_map_back_as_the_same_machine(late_map, tmp_path):
