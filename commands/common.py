@@ -78,7 +78,9 @@ def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None
                door_budget: int | None = None):
     """(netlist, compiled maps, tiles or None) for a netlist file (or a loaded netlist).
     `door_budget` splits staircases into parallel sub-lanes, in one map or in every tile
-    (the planner counts their dolls)."""
+    (the planner counts their dolls). The tiles of a multi-step netlist take their inputs
+    late (a streamed run starts each map on the inputs of its first phase); feed-forward
+    tiles keep them first, for their pipelined beat."""
     from dsl import load
     from dsl.diagnostics import VoodooError
 
@@ -93,7 +95,8 @@ def build_maps(path, tiles: str | None, acc: str = "internal", title: str | None
         return net, [compile_netlist(net, title=title, acc=acc, door_budget=door_budget)], None
     plan = plan_tiles(net, n_tiles=None if n_tiles == "auto" else n_tiles,
                       door_budget=door_budget)
-    return net, compile_tiles(plan, title or net.name, acc=acc, door_budget=door_budget), plan
+    return net, compile_tiles(plan, title or net.name, acc=acc, door_budget=door_budget,
+                              late_inputs=net.multi_step), plan
 
 
 class Output(NamedTuple):

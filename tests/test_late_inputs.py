@@ -235,3 +235,24 @@ def test_a_damaged_input_need_is_refused_before_the_engine(late_map, tmp_path, n
                       for n, b in lumps])
     with pytest.raises(WadError, match="MAP01.input_need must give each input script a tic"):
         load_wad(bad)
+
+
+def test_build_py_run_over_tiles_takes_a_multi_step_netlists_inputs_late(tmp_path):
+    """`build.py run --tiles 2` of a multi-step netlist builds maps whose inputs ride late
+    (commands/common.build_maps) and streams them exact; a feed-forward one keeps its inputs
+    first, for its pipelined beat."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    src, wad = tmp_path / "late.dnet", tmp_path / "late.wad"
+    src.write_text(NET)
+    p = subprocess.run([sys.executable, "build.py", "run", str(src), "-o", str(wad),
+                        "--tiles", "2", "--steps", "8", "--random", "8"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "VOODOO_QUIET": "1"})
+    assert p.returncode == 0 and p.stdout.strip().endswith("8/8 EXACT"), p.stdout + p.stderr
+    infos = load_wad(str(wad)).infos
+    assert any(any(info.get("input_need", [])) for info in infos)
+    assert all(info["pipeline"] is None for info in infos)
