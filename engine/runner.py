@@ -23,13 +23,18 @@ class MismatchError(VoodooError):
     pass
 
 
-def input_slots(info: dict) -> list[list[int]]:
-    """The input index of each argument of each input script: four a script in declaration
-    order, or as the manifest's input_slots say (a map whose inputs ride late)."""
+def input_slots(info: dict, n: int) -> list[list[int]]:
+    """The input index of each argument of each input script, for a map of `n` inputs:
+    four a script in declaration order, or as the manifest's input_slots say (a map whose
+    inputs ride late)."""
     if "input_slots" in info:
         return info["input_slots"]
-    n = len(info["inputs"])
     return [list(range(4 * k, min(4 * k + 4, n))) for k in range(len(info["input_scripts"]))]
+
+
+def begin_calls(info: dict, first: bool) -> list[tuple]:
+    """The membrane reset's call, when `first` begins a sequence of a map that has one."""
+    return [(info["begin_script"],)] if first and info.get("begin_script") else []
 
 
 def input_calls(info: dict, x: list[int], first: bool = False) -> list[tuple]:
@@ -37,11 +42,9 @@ def input_calls(info: dict, x: list[int], first: bool = False) -> list[tuple]:
     script), after the membrane reset when `first` begins a sequence. Started in the tic
     of the inference or beat script they feed (also how engine/gzdoom.py drives GZDoom;
     a map whose inputs ride late takes them this early too)."""
-    begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-    if "input_slots" not in info:
-        return begin + [(s, *x[4 * k:4 * k + 4]) for k, s in enumerate(info["input_scripts"])]
-    return begin + [(s, *(x[i] for i in slots))
-                    for s, slots in zip(info["input_scripts"], info["input_slots"])]
+    return begin_calls(info, first) + [
+        (s, *(x[i] for i in slots))
+        for s, slots in zip(info["input_scripts"], input_slots(info, len(x)))]
 
 
 def batch_calls(info: dict, entering: list[list[int]]) -> tuple[list[tuple], int]:
@@ -114,16 +117,24 @@ class MapRunner:
     def __exit__(self, *exc):
         self.close()
 
-    def _checked(self, x) -> list[int]:
-        info = self.info
-        x = [int(v) for v in x]
+    def _counted(self, x) -> list:
+        """x as a list, one value per input of the map."""
+        info, x = self.info, list(x)
         if len(x) != len(info["inputs"]):
             raise VoodooError(f"{len(x)} inputs given; the map takes {len(info['inputs'])} "
                               f"({', '.join(info['inputs'])})")
-        for name, v, (lo, hi) in zip(info["inputs"], x, info["input_ranges"]):
-            if not lo <= v <= hi:
-                raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
         return x
+
+    def _checked(self, x) -> list[int]:
+        return [self._checked_one(i, v) for i, v in enumerate(self._counted(x))]
+
+    def _checked_one(self, i: int, v) -> int:
+        """Input i's value as an int, within its range."""
+        name, (lo, hi) = self.info["inputs"][i], self.info["input_ranges"][i]
+        v = int(v)
+        if not lo <= v <= hi:
+            raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
+        return v
 
     def _step(self, x: list[int], script: int, tics: int, first: bool = False) -> list[int]:
         """Start `script` (seq) with the input scripts in one tic, run its predicted tics and
@@ -189,13 +200,6 @@ class MapRunner:
         return self._acknowledged(calls, self.info["pipeline"]["batch_script"], (n,), tics,
                                   f"a batch of {n} beats")
 
-    def _checked_one(self, i: int, v) -> int:
-        name, (lo, hi) = self.info["inputs"][i], self.info["input_ranges"][i]
-        v = int(v)
-        if not lo <= v <= hi:
-            raise VoodooError(f"input {name} = {v} is outside its range {lo}..{hi}")
-        return v
-
     def infer(self, x, first: bool = False, fed: bool = False, hand=None) -> list[int]:
         """One inference (one time step); returns the output values in declared order.
         `first` begins a new sequence: spiking membranes go back to their initial level,
@@ -212,11 +216,7 @@ class MapRunner:
         if fed and not fb:
             raise VoodooError(f"{self.wad}: the map has no fed-back inputs")
         if not callable(x):
-            x = list(x)
-            if len(x) != len(info["inputs"]):
-                raise VoodooError(f"{len(x)} inputs given; the map takes "
-                                  f"{len(info['inputs'])} ({', '.join(info['inputs'])})")
-            x = x.__getitem__
+            x = self._counted(x).__getitem__
 
         def get(i: int) -> int:
             if fed and info["inputs"][i] in fb:
@@ -246,13 +246,13 @@ class MapRunner:
         wanted = {f"value:{name}": name for name in info["all_outputs"]}
         end = info["inference_tics"] + 1          # tics until the ack is there
         need = info.get("input_need") or [0] * len(info["input_scripts"])
-        inputs = sorted(zip(need, info["input_scripts"], input_slots(info)))
+        inputs = sorted(zip(need, info["input_scripts"],
+                            input_slots(info, len(info["inputs"]))))
         reads = [(tic, batch) for batch, tic in zip(info["read_batches"], info["hand_on"])]
         self.seq += 1
         at, got = 0, {}
         due = _Due(inputs, get, [r[0] for r in info["input_ranges"]])
-        begin = [(info["begin_script"],)] if first and info.get("begin_script") else []
-        self.engine.puke_many(begin + due.by(0) + [(script, self.seq)])
+        self.engine.puke_many(begin_calls(info, first) + due.by(0) + [(script, self.seq)])
         try:
             while True:
                 if reads and info["outputs"] and max(at, reads[0][0]) + 1 >= end:

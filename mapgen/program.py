@@ -120,10 +120,7 @@ def _read_batches(layout: Layout, outputs: list[tuple[int, str]], lane_end: list
     later). A map of a tiled run hands its values on that early, so the maps that take them
     start while it still rides (engine/tiled.py)."""
     c = layout.circuit
-    writers: dict[int, list[int]] = {}
-    for i, g in enumerate(layout.lanes):
-        for light in lane_targets(layout, g):
-            writers.setdefault(light, []).append(i)
+    writers = writer_lanes(layout)
 
     def final(tag: int) -> int:
         # A light no doll writes holds its reset (script tic 1) from the tic after: a read
@@ -309,13 +306,19 @@ def lane_targets(layout: Layout, g) -> set[int]:
     return {light for t in tags for light in groups.get(t, [t])}
 
 
+def writer_lanes(layout: Layout) -> dict[int, list[int]]:
+    """Light tag -> the lanes (indices) whose dolls add to it or set it."""
+    out: dict[int, list[int]] = {}
+    for i, g in enumerate(layout.lanes):
+        for light in lane_targets(layout, g):
+            out.setdefault(light, []).append(i)
+    return out
+
+
 def light_writers(layout: Layout) -> dict[int, set[int]]:
     """Light tag -> the phases whose dolls add to it or set it."""
-    out: dict[int, set[int]] = {}
-    for g in layout.lanes:
-        for light in lane_targets(layout, g):
-            out.setdefault(light, set()).add(g.lane.phase)
-    return out
+    return {tag: {layout.lanes[i].lane.phase for i in lanes}
+            for tag, lanes in writer_lanes(layout).items()}
 
 
 def pipeline_need(layout: Layout, sched: Schedule) -> int:

@@ -252,7 +252,7 @@ def _input_scripts(scripts) -> list[int]:
 
 def _read_bus(scripts) -> dict:
     """Resets, input slots, phases (door writes and releases), outputs, from the scripts."""
-    out = {"reset": {}, "persistent": {}, "slot_of_array": {}, "n_inputs": 0, "source": {},
+    out = {"reset": {}, "persistent": {}, "stored": set(), "n_inputs": 0, "source": {},
            "phase_of_tid": {}, "phase_tics": [], "writes": [], "outputs": [], "speeds": {},
            "parks": {}, "inits": {}, "feedback": {}}
     for s in scripts.values():
@@ -267,7 +267,7 @@ def _read_bus(scripts) -> dict:
         # the inputs: four in declaration order, or grouped by when a map wants them)
         for op in s.ops:
             if op.kind == "assign" and op.args[0][0] == "array" and op.args[1][0] == "arg":
-                out["slot_of_array"][op.args[0][2]] = op.args[0][2]
+                out["stored"].add(op.args[0][2])
         out["n_inputs"] += s.argc
     begin: dict = {}
     _resets(scripts.get(SCRIPT_BEGIN), begin)
@@ -312,7 +312,7 @@ def _phases(script, out: dict) -> None:
             if op.kind == "special":
                 tag, src = _val(op.args[0]), op.args[2]
                 out["speeds"][tag] = _val(op.args[1])
-                out["source"][tag] = (("input", out["slot_of_array"].get(src[2], -1))
+                out["source"][tag] = (("input", src[2] if src[2] in out["stored"] else -1)
                                       if src[0] == "array" else
                                       ("state", src[1]) if tag in carried else ("light", src[1]))
                 out["writes"].append((tic, tag))
